@@ -1,0 +1,40 @@
+# One-command workflows. Every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench gate install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Run the main job on the embedded default store (offline, temp dir).
+demo: $(STAMP)
+	$(VENV)/bin/graymatter demo
+
+## Run every test: lint, the unit/integration suite, and the real-client release gate.
+test: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(PY) -m pytest -q -m "not gate"
+	$(MAKE) gate
+
+## Real-client MCP release gate (OpenCode CLI, offline, against graymatter mcp serve).
+gate: $(STAMP)
+	$(PY) -m pytest -q -m gate tests/gate
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+## Benchmarks: one command, prints tables, writes benchmarks/results/*.json.
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .gate
