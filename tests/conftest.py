@@ -1,0 +1,1 @@
+"""Root pytest configuration. Suite-specific fixtures live in each subdirectory's conftest.py."""

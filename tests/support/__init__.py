@@ -1,0 +1,1 @@
+"""Shared test support: provider stub servers, PostgreSQL server fixture, subprocess helpers."""
