@@ -1,0 +1,524 @@
+"""In-process tests of `tinyagent.resume.validate_checkpoint`: every file-level refusal category,
+accepted shapes (multiple calls per turn, ids repeated across turns), and hypothesis-generated
+corruptions that must all be refused cleanly (one line, category named, no transcript content)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from support.resume_checkpoints import (
+    SECRET,
+    Call,
+    checkpoint_bytes,
+    checkpoint_document,
+    make_checkpoint,
+    turn_messages,
+)
+
+from tinyagent.resume import MAX_CHECKPOINT_BYTES, ResumeRefused, validate_checkpoint
+from tinyagent.trajectory import ExitStatus, Trajectory
+from tinyagent.types import Message
+
+VALID = make_checkpoint()
+VALID_BYTES = checkpoint_bytes(VALID)
+
+
+def refusal(raw: bytes) -> ResumeRefused:
+    with pytest.raises(ResumeRefused) as info:
+        validate_checkpoint(raw)
+    refused = info.value
+    line = refused.line()
+    assert line.startswith(f"tinyagent: cannot resume: {refused.category}: ")
+    assert "\n" not in line and "\r" not in line
+    assert SECRET not in line
+    return refused
+
+
+def encode(document: Any) -> bytes:
+    return json.dumps(document, indent=1).encode("utf-8")
+
+
+def refused_document(document: dict[str, Any]) -> ResumeRefused:
+    return refusal(encode(document))
+
+
+# ------------------------------------------------------------------------------------------------
+# Accepted shapes
+
+
+def test_valid_checkpoint_round_trips_exactly() -> None:
+    trajectory = validate_checkpoint(VALID_BYTES)
+    assert trajectory == VALID
+
+
+def test_multiple_calls_per_turn_and_repeated_ids_across_turns_are_accepted() -> None:
+    turns = [
+        [Call("call_0"), Call("call_1", name="read_file", arguments={"path": "a"})],
+        [Call("call_0"), Call("call_1"), Call("call_2", name="write_file", arguments={"path": "b", "content": ""})],
+        [Call("call_0")],
+    ]
+    trajectory = validate_checkpoint(checkpoint_bytes(make_checkpoint(turns)))
+    tool_ids = [m.tool_call_id for m in trajectory.messages if m.role == "tool"]
+    assert tool_ids == ["call_0", "call_1", "call_0", "call_1", "call_2", "call_0"]
+
+
+@pytest.mark.parametrize(
+    "status",
+    [s for s in ExitStatus if s is not ExitStatus.SUBMITTED],
+)
+def test_every_unfinished_status_is_eligible(status: ExitStatus) -> None:
+    assert validate_checkpoint(checkpoint_bytes(make_checkpoint(status=status))).exit_status is status
+
+
+def test_checkpoint_stopped_before_the_first_reply_is_eligible() -> None:
+    trajectory = make_checkpoint(turns=(), status=ExitStatus.PROVIDER_ERROR)
+    assert validate_checkpoint(checkpoint_bytes(trajectory)).messages[-1].role == "user"
+
+
+def test_text_only_turn_followed_by_a_user_nudge_is_a_boundary() -> None:
+    trajectory = make_checkpoint()
+    trajectory.messages.append(Message(role="assistant", content="thinking"))
+    trajectory.messages.append(Message(role="user", content="please call a tool"))
+    trajectory.totals.steps += 1
+    validate_checkpoint(checkpoint_bytes(trajectory))
+
+
+def test_more_steps_than_assistant_messages_is_consistent() -> None:
+    validate_checkpoint(checkpoint_bytes(make_checkpoint(extra_steps=3)))
+
+
+# ------------------------------------------------------------------------------------------------
+# File-level refusal categories
+
+
+def test_empty_file_is_refused() -> None:
+    assert refusal(b"").category == "empty file"
+
+
+def test_oversized_content_is_refused() -> None:
+    assert refusal(b" " * (MAX_CHECKPOINT_BYTES + 1)).category == "oversized file"
+
+
+def test_non_utf8_is_refused() -> None:
+    assert refusal(VALID_BYTES[:40] + b"\xff" + VALID_BYTES[40:]).category == "not UTF-8"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"{", b"not json", VALID_BYTES[:-10], b'{"a": 1}{', b'{"a": NaN}', b'{"a": Infinity}', b'{"a":1,"a":2}'],
+)
+def test_malformed_json_is_refused(raw: bytes) -> None:
+    assert refusal(raw).category == "malformed JSON"
+
+
+def test_deeply_nested_json_is_refused_without_a_traceback() -> None:
+    assert refusal(b"[" * 100_000 + b"]" * 100_000).category == "malformed JSON"
+
+
+@pytest.mark.parametrize("document", [[], "x", 1, None, {"format": "mini-swe-agent-1.1"}, {}])
+def test_not_a_trajectory_is_refused(document: Any) -> None:
+    assert refused_document(document).category == "unsupported format"
+
+
+@pytest.mark.parametrize("version", [None, "1", 0, 2, 1.0])
+def test_unsupported_or_missing_format_version_is_refused(version: Any) -> None:
+    document = checkpoint_document(VALID)
+    if version is None:
+        del document["format_version"]
+    else:
+        document["format_version"] = version
+    assert refused_document(document).category == "unsupported format version"
+
+
+@pytest.mark.parametrize("how", ["absent", "null"])
+def test_missing_resume_metadata_is_refused(how: str) -> None:
+    document = checkpoint_document(VALID)
+    if how == "absent":
+        del document["resume"]
+    else:
+        document["resume"] = None
+    refused = refused_document(document)
+    assert refused.category == "missing resume metadata"
+    assert "log" in refused.advice
+
+
+@pytest.mark.parametrize("version", [None, 0, 2, "1"])
+def test_unsupported_resume_version_is_refused(version: Any) -> None:
+    document = checkpoint_document(VALID)
+    if version is None:
+        del document["resume"]["version"]
+    else:
+        document["resume"]["version"] = version
+    assert refused_document(document).category == "unsupported resume version"
+
+
+@pytest.mark.parametrize("state", [{}, {"summary": "x"}, [], "compacted", 0])
+def test_compaction_state_is_refused(state: Any) -> None:
+    document = checkpoint_document(VALID)
+    document["resume"]["compaction"] = state
+    assert refused_document(document).category == "compaction"
+
+
+def test_schema_invalid_names_the_field_but_not_foreign_keys() -> None:
+    document = checkpoint_document(VALID)
+    document["messages"][1][SECRET] = "x"
+    refused = refused_document(document)
+    assert refused.category == "schema-invalid"
+    assert "messages.1.<unknown field>" in refused.advice
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("totals", "steps"), "3"),
+        (("totals", "cost_usd"), "0.1"),
+        (("messages", 2, "role"), "developer"),
+        (("messages", 2, "tool_calls"), {}),
+        (("exit_status", ), "Completed"),
+        (("task",), None),
+        (("resume", "cwd"), 5),
+        (("resume", "agents_md"), "always"),
+        (("messages",), None),
+    ],
+)
+def test_schema_invalid_values_are_refused(path: tuple[Any, ...], value: Any) -> None:
+    document = checkpoint_document(VALID)
+    target = document
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert refused_document(document).category == "schema-invalid"
+
+
+def test_terminal_success_is_refused() -> None:
+    trajectory = make_checkpoint(status=ExitStatus.SUBMITTED)
+    trajectory.submission = f"done {SECRET}"
+    refused = refusal(checkpoint_bytes(trajectory))
+    assert refused.category == "finished run"
+
+
+def test_submission_without_submitted_status_is_refused() -> None:
+    trajectory = make_checkpoint()
+    trajectory.submission = "done"
+    assert refusal(checkpoint_bytes(trajectory)).category == "invalid counters"
+
+
+# ------------------------------------------------------------------------------------------------
+# Counters
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("steps", -1),
+        ("input_tokens", -5),
+        ("cache_read_tokens", 2**60),
+        ("output_tokens", 10**30),
+        ("cost_usd", -0.5),
+        ("cost_usd", 1e300),
+    ],
+)
+def test_out_of_range_totals_are_refused(field: str, value: Any) -> None:
+    document = checkpoint_document(VALID)
+    document["totals"][field] = value
+    assert refused_document(document).category == "invalid counters"
+
+
+def test_non_finite_cost_is_refused() -> None:
+    raw = VALID_BYTES.replace(b'"cost_usd": 0.002', b'"cost_usd": 1e999')
+    assert raw != VALID_BYTES
+    assert refusal(raw).category == "invalid counters"
+
+
+def test_fewer_steps_than_assistant_messages_is_refused() -> None:
+    document = checkpoint_document(VALID)
+    document["totals"]["steps"] = 1
+    refused = refused_document(document)
+    assert refused.category == "invalid counters"
+    assert "steps" in refused.advice
+
+
+def test_tokens_without_steps_are_refused() -> None:
+    trajectory = make_checkpoint(turns=())
+    trajectory.totals.input_tokens = 5
+    assert refusal(checkpoint_bytes(trajectory)).category == "invalid counters"
+
+
+@pytest.mark.parametrize(("field", "value"), [("step_limit", -1), ("time_limit", -2.0), ("cost_limit", 1e999)])
+def test_invalid_limits_are_refused(field: str, value: Any) -> None:
+    document = checkpoint_document(VALID)
+    document["limits"][field] = value
+    assert refusal(encode(document).replace(b"Infinity", b"1e999")).category == "invalid counters"
+
+
+def test_provenance_beyond_the_history_is_refused() -> None:
+    document = checkpoint_document(VALID)
+    document["resumed_from"] = [
+        {
+            "source_path": "/tmp/a.json",
+            "source_sha256": "0" * 64,
+            "previous_status": "StepLimit",
+            "boundary_messages": 999,
+            "boundary_steps": 1,
+            "resumed_at": "2026-11-30T00:00:00Z",
+        }
+    ]
+    assert refused_document(document).category == "invalid counters"
+
+
+# ------------------------------------------------------------------------------------------------
+# History structure and pairing
+
+
+def with_messages(messages: list[Message], *, steps: int | None = None) -> bytes:
+    trajectory = make_checkpoint()
+    trajectory.messages = messages
+    assistant_turns = sum(m.role == "assistant" for m in messages)
+    trajectory.totals.steps = steps if steps is not None else max(1, assistant_turns)
+    return checkpoint_bytes(trajectory)
+
+
+def head() -> list[Message]:
+    return list(VALID.messages[:2])
+
+
+def test_history_without_system_first_is_refused() -> None:
+    assert refusal(with_messages(VALID.messages[1:])).category == "history"
+
+
+def test_history_with_a_different_task_message_is_refused() -> None:
+    messages = head()
+    messages[1] = Message(role="user", content="another task")
+    assert refusal(with_messages(messages)).category == "history"
+
+
+def test_second_system_message_is_refused() -> None:
+    messages = [*VALID.messages, Message(role="system", content="new rules")]
+    assert refusal(with_messages(messages)).category == "history"
+
+
+def test_missing_tool_result_in_the_middle_is_refused() -> None:
+    messages = head() + turn_messages([Call("a"), Call("b")])
+    del messages[3]
+    messages += turn_messages([Call("c")])
+    refused = refusal(with_messages(messages))
+    assert refused.category == "tool results"
+
+
+def test_trailing_unanswered_tool_call_is_refused() -> None:
+    messages = [*VALID.messages, *turn_messages([Call("x"), Call("y")])[:2]]
+    refused = refusal(with_messages(messages))
+    assert refused.category == "tool results"
+    assert "inside a tool batch" in refused.advice
+
+
+def test_duplicate_tool_result_is_refused() -> None:
+    messages = head() + turn_messages([Call("a")])
+    messages.append(messages[-1])
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_orphaned_tool_result_is_refused() -> None:
+    messages = head() + turn_messages([Call("a")])
+    messages.append(Message(role="tool", content="x", tool_call_id="zzz", name="bash"))
+    refused = refusal(with_messages(messages))
+    assert refused.category == "tool results"
+    assert "orphaned" in refused.advice
+
+
+def test_result_matching_only_an_earlier_turn_is_orphaned() -> None:
+    messages = head() + turn_messages([Call("a")]) + turn_messages([Call("b")])
+    messages.append(Message(role="tool", content="x", tool_call_id="a", name="bash"))
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_tool_result_after_a_user_message_is_orphaned() -> None:
+    messages = head() + turn_messages([Call("a")])
+    messages.append(Message(role="user", content="nudge"))
+    messages.append(Message(role="tool", content="x", tool_call_id="a", name="bash"))
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_results_out_of_call_order_are_refused() -> None:
+    messages = head() + turn_messages([Call("a"), Call("b")])
+    messages[3], messages[4] = messages[4], messages[3]
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_duplicate_call_ids_within_one_turn_are_refused() -> None:
+    messages = head() + turn_messages([Call("a"), Call("a")])
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_empty_call_id_is_refused() -> None:
+    messages = head() + turn_messages([Call("")])
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_result_naming_another_tool_is_refused() -> None:
+    messages = head() + turn_messages([Call("a")])
+    messages[-1] = messages[-1].model_copy(update={"name": "write_file"})
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_user_message_inside_a_tool_batch_is_refused() -> None:
+    messages = head() + turn_messages([Call("a"), Call("b")])
+    messages.insert(4, Message(role="user", content="hi"))
+    assert refusal(with_messages(messages)).category == "tool results"
+
+
+def test_tool_set_digest_mismatch_is_refused() -> None:
+    document = checkpoint_document(VALID)
+    document["tools"][0]["description"] += " (edited)"
+    assert refused_document(document).category == "tool set changed"
+
+
+# ------------------------------------------------------------------------------------------------
+# Property tests: generated corruptions are all refused cleanly
+
+
+def _structural_corruptions() -> st.SearchStrategy[tuple[str, Any]]:
+    tool_positions = [i for i, m in enumerate(VALID.messages) if m.role == "tool"]
+    return st.one_of(
+        st.tuples(st.just("drop_result"), st.sampled_from(tool_positions)),
+        st.tuples(st.just("duplicate_result"), st.sampled_from(tool_positions)),
+        st.tuples(st.just("shuffle"), st.permutations(range(len(VALID.messages)))),
+        st.tuples(st.just("wrong_type"), st.sampled_from(_WRONG_TYPES)),
+        st.tuples(st.just("huge"), st.sampled_from(_COUNTERS)),
+        st.tuples(st.just("negative"), st.sampled_from(_COUNTERS)),
+        st.tuples(st.just("nan"), st.sampled_from(["cost_usd", "steps"])),
+        st.tuples(st.just("drop_key"), st.sampled_from(_REQUIRED_KEYS)),
+        st.tuples(st.just("dangling_call"), st.text(min_size=1, max_size=8)),
+        st.tuples(st.just("orphan_result"), st.text(min_size=1, max_size=8)),
+    )
+
+
+_COUNTERS = ["steps", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd"]
+_REQUIRED_KEYS = ["task", "model", "provider", "system_prompt", "messages", "tools", "timing", "tinyagent_version"]
+_WRONG_TYPES: list[tuple[tuple[Any, ...], Any]] = [
+    (("totals", "steps"), "1"),
+    (("totals", "steps"), 1.5),
+    (("totals", "steps"), [1]),
+    (("totals", "cost_usd"), "free"),
+    (("totals", "cost_usd"), None),
+    (("messages",), {}),
+    (("messages", 0), "system"),
+    (("messages", 2, "role"), 3),
+    (("messages", 2, "tool_calls", 0, "id"), 7),
+    (("messages", 3, "tool_call_id"), ["call_1"]),
+    (("messages", 3, "is_error"), "no"),
+    (("tools", 0, "parameters"), "x"),
+    (("exit_status",), 1),
+    (("timing",), "now"),
+    (("resume", "toolset_sha256"), None),
+    (("model",), ["m"]),
+    (("limits", "step_limit"), "40"),
+]
+
+
+def _apply(document: dict[str, Any], corruption: tuple[str, Any]) -> dict[str, Any] | None:
+    """Corrupt a copy of the document; None when the generated corruption would be a no-op."""
+    kind, arg = corruption
+    doc = copy.deepcopy(document)
+    messages = doc["messages"]
+    if kind == "drop_result":
+        del messages[arg]
+    elif kind == "duplicate_result":
+        messages.insert(arg, copy.deepcopy(messages[arg]))
+    elif kind == "shuffle":
+        shuffled = [messages[i] for i in arg]
+        if shuffled == messages:
+            return None
+        doc["messages"] = shuffled
+    elif kind == "wrong_type":
+        path, value = arg
+        target = doc
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    elif kind == "huge":
+        doc["totals"][arg] = 10**30 if arg != "cost_usd" else 1e308
+    elif kind == "negative":
+        doc["totals"][arg] = -1 if arg != "cost_usd" else -0.01
+    elif kind == "nan":
+        doc["totals"][arg] = float("nan")
+    elif kind == "drop_key":
+        del doc[arg]
+    elif kind == "dangling_call":
+        messages.append(
+            {"role": "assistant", "content": None, "tool_calls": [{"id": arg, "name": "bash", "arguments": "{}"}]}
+        )
+        doc["totals"]["steps"] += 1
+    elif kind == "orphan_result":
+        messages.append({"role": "tool", "content": SECRET, "tool_call_id": arg + "-orphan", "name": "bash"})
+    return doc
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(corruption=_structural_corruptions())
+def test_structural_corruptions_are_refused_cleanly(corruption: tuple[str, Any]) -> None:
+    doc = _apply(checkpoint_document(VALID), corruption)
+    if doc is None:
+        return
+    raw = json.dumps(doc, indent=1, allow_nan=True).encode("utf-8")
+    refusal(raw)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cut=st.integers(min_value=0, max_value=len(VALID_BYTES.rstrip()) - 1))
+def test_truncated_files_are_refused(cut: int) -> None:
+    refusal(VALID_BYTES[:cut])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    position=st.integers(min_value=0, max_value=len(VALID_BYTES)),
+    garbage=st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\x80\x80"]),
+)
+def test_invalid_utf8_anywhere_is_refused(position: int, garbage: bytes) -> None:
+    assert refusal(VALID_BYTES[:position] + garbage + VALID_BYTES[position:]).category == "not UTF-8"
+
+
+def _structural_positions(raw: bytes) -> list[int]:
+    """Offsets of JSON punctuation outside string literals."""
+    positions: list[int] = []
+    in_string = escaped = False
+    for index, byte in enumerate(raw):
+        char = chr(byte)
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{}[]:,":
+            positions.append(index)
+    return positions
+
+
+_STRUCTURAL_BYTES = _structural_positions(VALID_BYTES)
+
+
+@settings(max_examples=200, deadline=None)
+@given(position=st.sampled_from(_STRUCTURAL_BYTES), replacement=st.sampled_from([b"x", b"#", b"'", b";"]))
+def test_damaged_structure_is_refused(position: int, replacement: bytes) -> None:
+    refusal(VALID_BYTES[:position] + replacement + VALID_BYTES[position + 1 :])
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.binary(max_size=2048))
+def test_arbitrary_bytes_never_crash(data: bytes) -> None:
+    try:
+        trajectory = validate_checkpoint(data)
+    except ResumeRefused as refused:
+        assert "\n" not in refused.line()
+    else:  # pragma: no cover - random bytes are never a valid checkpoint
+        assert isinstance(trajectory, Trajectory)
