@@ -34,6 +34,7 @@ class ExitStatus(StrEnum):
     PROVIDER_ERROR = "ProviderError"
     TOOL_ERROR = "ToolError"
     SAVE_ERROR = "SaveError"
+    REPEATED_FORMAT_ERROR = "RepeatedFormatError"  # 3 consecutive replies without a tool call
 
 
 class _Model(BaseModel):

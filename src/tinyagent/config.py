@@ -1,0 +1,316 @@
+"""Settings resolution: command-line flags > environment > project config > user config > defaults.
+
+Config files are YAML mappings validated by `ConfigFile` (unknown keys are errors, so typos surface):
+
+- user file: `$XDG_CONFIG_HOME/tinyagent/config.yaml` (default `~/.config/tinyagent/config.yaml`);
+- project file: `.tinyagent.yaml` in the run's working directory (`--cwd`, else the current directory);
+- `--config FILE` replaces both discovered files.
+
+Environment variables: `TINYAGENT_PROVIDER`, `TINYAGENT_MODEL`, `TINYAGENT_STEP_LIMIT`,
+`TINYAGENT_COST_LIMIT`, `TINYAGENT_TIME_LIMIT`, `TINYAGENT_TOOL_TIMEOUT`, `TINYAGENT_AGENTS_MD`,
+`TINYAGENT_STREAM`; endpoints and keys use each provider's conventional variables (resolved in
+`tinyagent.providers`). A project file may not set `api_key` or `base_url`: a cloned repository must
+not be able to redirect your credentials. Credentials and endpoints never come from a trajectory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "ollama", "anthropic", "codex", "scripted")
+DEFAULT_PROVIDER = "openai"
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-4.1-mini",
+    "openrouter": "anthropic/claude-sonnet-4.5",
+    "ollama": "qwen2.5-coder:7b",
+    "anthropic": "claude-sonnet-4-5",
+    "codex": "gpt-5-codex",
+    "scripted": "scripted",
+}
+PROJECT_CONFIG_NAME = ".tinyagent.yaml"
+MAX_CONFIG_BYTES = 256 * 1024
+
+ENV_PREFIX = "TINYAGENT_"
+
+
+class ConfigError(ValueError):
+    """Invalid settings or configuration file (reported as a usage error, exit code 2)."""
+
+
+class ProviderConfig(BaseModel):
+    """Per-provider endpoint and credentials (user config or --config file only)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+
+
+class ConfigFile(BaseModel):
+    """The schema of a tinyagent YAML config file. Every key is optional."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str | None = None
+    model: str | None = None
+    stream: bool | None = None
+    step_limit: int | None = Field(default=None, ge=0)
+    cost_limit: float | None = Field(default=None, ge=0)
+    time_limit: float | None = Field(default=None, ge=0)
+    tool_timeout: float | None = Field(default=None, gt=0)
+    output_cap: int | None = Field(default=None, ge=1000)
+    request_timeout: float | None = Field(default=None, gt=0)
+    agents_md: Literal["auto", "off"] | None = None
+    instructions: str | None = None
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+
+    @field_validator("cost_limit", "time_limit", "tool_timeout", "request_timeout")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The resolved settings of one invocation. `sources` records where each value came from."""
+
+    provider: str
+    model: str
+    cwd: str  # canonical (realpath) working directory
+    stream: bool = True
+    step_limit: int = 100
+    cost_limit: float = 0.0
+    time_limit: float = 0.0
+    tool_timeout: float = 60.0
+    output_cap: int = 20_000
+    request_timeout: float = 600.0
+    agents_md: Literal["auto", "off"] = "auto"
+    instructions: str | None = None
+    quiet: bool = False
+    output: str | None = None
+    base_url: str | None = None  # config-file endpoint for the chosen provider (flag/env win later)
+    api_key: str | None = field(default=None, repr=False)  # config-file key (env wins later)
+    config_files: tuple[str, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+
+DEFAULTS: dict[str, Any] = {
+    "stream": True,
+    "step_limit": 100,
+    "cost_limit": 0.0,
+    "time_limit": 0.0,
+    "tool_timeout": 60.0,
+    "output_cap": 20_000,
+    "request_timeout": 600.0,
+    "agents_md": "auto",
+    "instructions": None,
+}
+
+
+def user_config_path(environ: Mapping[str, str]) -> Path:
+    """`$XDG_CONFIG_HOME/tinyagent/config.yaml`, defaulting XDG_CONFIG_HOME to ~/.config."""
+    base = environ.get("XDG_CONFIG_HOME") or os.path.join(
+        environ.get("HOME") or os.path.expanduser("~"), ".config"
+    )
+    return Path(base) / "tinyagent" / "config.yaml"
+
+
+def canonical_cwd(path: str | os.PathLike[str] | None) -> str:
+    """The realpath of the working directory; ConfigError if it is missing or not a directory."""
+    raw = os.fspath(path) if path is not None else os.getcwd()
+    resolved = os.path.realpath(os.path.expanduser(raw))
+    if not os.path.isdir(resolved):
+        raise ConfigError(f"working directory does not exist or is not a directory: {raw}")
+    return resolved
+
+
+def load_config_file(path: Path, *, project: bool) -> ConfigFile:
+    """Parse and validate one YAML config file. A project file may not hold api_key/base_url."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES} bytes")
+    import yaml
+
+    try:
+        document = yaml.safe_load(data.decode("utf-8")) if data.strip() else {}
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        raise ConfigError(f"config file {path} is not valid YAML{where}") from exc
+    if document is None:
+        document = {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"config file {path} must be a YAML mapping of settings")
+    try:
+        config = ConfigFile.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(part) for part in first.get("loc", ())) or "(file)"
+        raise ConfigError(f"config file {path}: {key}: {first.get('msg', 'invalid value')}") from exc
+    if project:
+        for name, entry in config.providers.items():
+            if entry.api_key is not None or entry.base_url is not None:
+                raise ConfigError(
+                    f"project config {path} sets providers.{name}.api_key/base_url; credentials and "
+                    "endpoints belong in the environment or the user config"
+                )
+    return config
+
+
+def _env_value(environ: Mapping[str, str], key: str, kind: type) -> Any:
+    name = ENV_PREFIX + key.upper()
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        if kind is bool:
+            lowered = raw.strip().lower()
+            if lowered in ("1", "true", "yes", "on"):
+                return True
+            if lowered in ("0", "false", "no", "off"):
+                return False
+            raise ValueError(raw)
+        value = kind(raw)
+    except ValueError as exc:
+        raise ConfigError(f"environment variable {name} has an invalid value") from exc
+    if isinstance(value, float) and (not math.isfinite(value) or value < 0):
+        raise ConfigError(f"environment variable {name} must be a finite number >= 0")
+    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+        raise ConfigError(f"environment variable {name} must be >= 0")
+    return value
+
+
+def _check_flag_number(name: str, value: float | None, *, positive: bool = False) -> None:
+    if value is None:
+        return
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ConfigError(f"--{name.replace('_', '-')} must be a finite number {bound}")
+
+
+def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Settings:
+    """Resolve the settings of a run from parsed CLI `args`, the environment and config files.
+
+    `args` needs the attributes provider, model, cwd, step_limit, cost_limit, time_limit,
+    tool_timeout, stream, agents_md, quiet, output and config (None = not given).
+    """
+    env = os.environ if environ is None else environ
+    cwd = canonical_cwd(getattr(args, "cwd", None))
+
+    layers: list[tuple[str, ConfigFile]] = []
+    explicit = getattr(args, "config", None)
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {explicit}")
+        layers.append((f"config file {path}", load_config_file(path, project=False)))
+    else:
+        user = user_config_path(env)
+        if user.is_file():
+            layers.append((f"user config {user}", load_config_file(user, project=False)))
+            _warn_if_key_exposed(user, layers[-1][1])
+        project = Path(cwd) / PROJECT_CONFIG_NAME
+        if project.is_file():
+            layers.append((f"project config {project}", load_config_file(project, project=True)))
+
+    for name in ("step_limit", "cost_limit", "time_limit"):
+        _check_flag_number(name, getattr(args, name, None))
+    _check_flag_number("tool_timeout", getattr(args, "tool_timeout", None), positive=True)
+
+    sources: dict[str, str] = {}
+
+    def pick(key: str, kind: type, default: Any) -> Any:
+        flag = getattr(args, key, None)
+        if flag is not None:
+            sources[key] = "flag"
+            return flag
+        from_env = _env_value(env, key, kind)
+        if from_env is not None:
+            sources[key] = "environment"
+            return from_env
+        for label, layer in reversed(layers):  # project config beats user config
+            value = getattr(layer, key)
+            if value is not None:
+                sources[key] = label
+                return value
+        sources[key] = "default"
+        return default
+
+    provider = pick("provider", str, DEFAULT_PROVIDER)
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r}; use one of: {', '.join(PROVIDERS)}")
+    model = pick("model", str, None) or DEFAULT_MODELS[provider]
+    if model == DEFAULT_MODELS[provider] and sources.get("model") == "default":
+        sources["model"] = "default for provider"
+    agents_md = pick("agents_md", str, DEFAULTS["agents_md"])
+    if agents_md not in ("auto", "off"):
+        raise ConfigError(f"invalid AGENTS.md mode {agents_md!r}; use auto or off")
+
+    base_url = api_key = None
+    for _label, layer in layers:  # later layers win
+        entry = layer.providers.get(provider)
+        if entry is not None:
+            base_url = entry.base_url or base_url
+            api_key = entry.api_key or api_key
+
+    instructions = None
+    for _label, layer in layers:
+        if layer.instructions is not None:
+            instructions = layer.instructions
+
+    output_cap = DEFAULTS["output_cap"]
+    request_timeout = DEFAULTS["request_timeout"]
+    for _label, layer in layers:
+        output_cap = layer.output_cap if layer.output_cap is not None else output_cap
+        request_timeout = layer.request_timeout if layer.request_timeout is not None else request_timeout
+
+    return Settings(
+        provider=provider,
+        model=model,
+        cwd=cwd,
+        stream=bool(pick("stream", bool, DEFAULTS["stream"])),
+        step_limit=int(pick("step_limit", int, DEFAULTS["step_limit"])),
+        cost_limit=float(pick("cost_limit", float, DEFAULTS["cost_limit"])),
+        time_limit=float(pick("time_limit", float, DEFAULTS["time_limit"])),
+        tool_timeout=float(pick("tool_timeout", float, DEFAULTS["tool_timeout"])),
+        output_cap=int(output_cap),
+        request_timeout=float(request_timeout),
+        agents_md=agents_md,
+        instructions=instructions,
+        quiet=bool(getattr(args, "quiet", False)),
+        output=getattr(args, "output", None),
+        base_url=base_url,
+        api_key=api_key,
+        config_files=tuple(label for label, _ in layers),
+        sources=sources,
+    )
+
+
+def _warn_if_key_exposed(path: Path, config: ConfigFile) -> None:
+    if not any(entry.api_key for entry in config.providers.values()):
+        return
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        import sys
+
+        print(
+            f"tinyagent: warning: {path} holds an API key but other users can read it; run chmod 600 {path}",
+            file=sys.stderr,
+        )

@@ -1,0 +1,194 @@
+"""Atomic, private persistence of trajectory files.
+
+`save_trajectory` writes a unique temporary file in the destination directory (created with
+O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600), fsyncs it, renames it over the destination and fsyncs the
+directory, so a reader sees either the previous complete file or the new complete file, never a torn one.
+It refuses to write through a symlink at the destination. `load_trajectory` reads at most
+`MAX_TRAJECTORY_BYTES` (64 MiB) and validates the document against `tinyagent.trajectory.Trajectory`.
+
+Fault injection for tests: when the environment variable `TINYAGENT_TEST_FAIL_SAVE` is set to N,
+the N-th save of this process (1-based) and every later one fail with `SaveError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tinyagent.trajectory import Trajectory
+
+MAX_TRAJECTORY_BYTES = 64 * 1024 * 1024
+FAULT_ENV = "TINYAGENT_TEST_FAIL_SAVE"
+
+_save_count = 0
+
+
+class SaveError(OSError):
+    """The trajectory could not be written; the previous file (if any) is unchanged."""
+
+
+class LoadError(ValueError):
+    """A trajectory file could not be read or is not a valid trajectory.
+
+    `category` names what failed (missing, unreadable, not-a-file, empty, oversized, encoding,
+    malformed, schema) so callers can report it without echoing the file's content.
+    """
+
+    def __init__(self, category: str, message: str) -> None:
+        super().__init__(message)
+        self.category = category
+
+
+def _injected_failure() -> bool:
+    global _save_count
+    _save_count += 1
+    raw = os.environ.get(FAULT_ENV)
+    if not raw:
+        return False
+    try:
+        threshold = int(raw)
+    except ValueError:
+        return False
+    return threshold > 0 and _save_count >= threshold
+
+
+def write_private_atomic(path: Path, data: bytes) -> None:
+    """Atomically replace `path` with `data` (mode 0600); never follows a symlink at `path`.
+
+    Missing parent directories are created with mode 0700. Raises SaveError on any failure,
+    leaving the previous file (if any) intact and no temporary file behind.
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise SaveError(f"refusing to write through a symlink: {path}")
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise SaveError(f"destination exists and is not a regular file: {path}")
+    except SaveError:
+        raise
+    except OSError as exc:
+        raise SaveError(f"cannot prepare {path}: {exc.strerror or exc}") from exc
+
+    tmp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o600)
+    except OSError as exc:
+        raise SaveError(f"cannot create a temporary file in {directory}: {exc.strerror or exc}") from exc
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise SaveError(f"cannot write {path}: {exc.strerror or exc}") from exc
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: Path) -> None:
+    try:
+        dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(dfd)
+    finally:
+        os.close(dfd)
+
+
+def dump_trajectory(trajectory: Trajectory) -> bytes:
+    """Serialise a trajectory to its canonical on-disk bytes (indented JSON, UTF-8, trailing newline)."""
+    return trajectory.model_dump_json(indent=1).encode("utf-8") + b"\n"
+
+
+def save_trajectory(trajectory: Trajectory, path: str | os.PathLike[str]) -> None:
+    """Atomically save `trajectory` to `path` as a private (0600) file. Raises SaveError."""
+    if _injected_failure():
+        raise SaveError(f"injected save failure ({FAULT_ENV})")
+    write_private_atomic(Path(path), dump_trajectory(trajectory))
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int = MAX_TRAJECTORY_BYTES) -> bytes:
+    """Read a regular file of at most `max_bytes` bytes. Raises LoadError with a category."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError as exc:
+        raise LoadError("missing", f"file not found: {p}") from exc
+    except OSError as exc:
+        raise LoadError("unreadable", f"cannot open {p}: {exc.strerror or exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LoadError("not-a-file", f"not a regular file: {p}")
+        if st.st_size > max_bytes:
+            raise LoadError("oversized", f"{p} is {st.st_size} bytes; the limit is {max_bytes} bytes")
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > max_bytes:
+                raise LoadError("oversized", f"{p} exceeds the limit of {max_bytes} bytes")
+            chunks.append(chunk)
+    except OSError as exc:
+        raise LoadError("unreadable", f"cannot read {p}: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if not data.strip():
+        raise LoadError("empty", f"file is empty: {p}")
+    return data
+
+
+def load_trajectory(path: str | os.PathLike[str], max_bytes: int = MAX_TRAJECTORY_BYTES) -> Trajectory:
+    """Read and validate a trajectory file (at most `max_bytes`). Raises LoadError; never echoes content."""
+    import json
+
+    from pydantic import ValidationError
+
+    from tinyagent.trajectory import Trajectory
+
+    data = read_bounded(path, max_bytes)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LoadError("encoding", f"{path} is not valid UTF-8 (byte offset {exc.start})") from exc
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LoadError(
+            "malformed", f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno})"
+        ) from exc
+    except RecursionError as exc:
+        raise LoadError("malformed", f"{path} is nested too deeply to parse") from exc
+    try:
+        return Trajectory.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first.get("loc", ())) or "(document)"
+        raise LoadError(
+            "schema", f"{path} is not a valid trajectory: {where}: {first.get('type', 'invalid')}"
+        ) from exc
