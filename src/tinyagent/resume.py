@@ -667,3 +667,104 @@ def _check_toolset(checkpoint: Trajectory) -> None:
             "this tinyagent offers different tools than the run started with; resume with the "
             "tinyagent version that wrote the checkpoint or start a fresh task",
         )
+
+
+# --------------------------------------------------------------------------------------------------
+# Continuing the run
+
+
+def start_trajectory(plan: ResumePlan, *, now: str) -> Trajectory:
+    """The validated starting state of the resumed run (the checkpoint itself is not modified).
+
+    Restored history plus the continuation notice, cumulative totals carried over, status Running
+    with submission/detail cleared, this invocation's limits and start time, and one more
+    `resumed_from` provenance entry recording the source and its previous termination.
+    """
+    from tinyagent import __version__
+    from tinyagent.prompts import CONTINUATION_NOTICE
+    from tinyagent.runner import limits_from
+    from tinyagent.trajectory import ResumeProvenance, Timing
+
+    checkpoint = plan.checkpoint
+    trajectory = checkpoint.model_copy(deep=True)
+    provenance = ResumeProvenance(
+        source_path=plan.source_path,
+        source_sha256=plan.source_sha256,
+        previous_status=checkpoint.exit_status,
+        previous_submission=checkpoint.submission,
+        boundary_messages=len(checkpoint.messages),
+        boundary_steps=checkpoint.totals.steps,
+        resumed_at=now,
+    )
+    trajectory.tinyagent_version = __version__
+    trajectory.exit_status = ExitStatus.RUNNING
+    trajectory.exit_detail = None
+    trajectory.submission = None
+    trajectory.limits = limits_from(plan.settings)
+    trajectory.timing = Timing(started_at=now)
+    trajectory.resumed_from = [*checkpoint.resumed_from, provenance]
+    last = trajectory.messages[-1]
+    if not (last.role == "user" and last.content == CONTINUATION_NOTICE):
+        trajectory.messages.append(Message(role="user", content=CONTINUATION_NOTICE))
+    return trajectory
+
+
+def run_resume(args: Any) -> int:
+    """`tinyagent --resume FILE ...`: validate, then continue the run; return the process exit code.
+
+    Exit codes: `EXIT_REFUSED` (2) for every refusal and for configuration/provider-setup errors
+    (nothing written, nothing sent); otherwise the ordinary run codes (0 Submitted and saved,
+    1 any other ending, including a failed save which stops the run at once).
+    """
+    try:
+        plan = prepare_resume(args)
+    except ResumeRefused as refused:
+        _stderr(refused.line())
+        return EXIT_REFUSED
+
+    from tinyagent.config import ConfigError
+    from tinyagent.loop import utc_now
+    from tinyagent.output import Reporter
+    from tinyagent.prompts import PromptError
+    from tinyagent.providers.base import ProviderError
+    from tinyagent.providers.scripted import ScriptError
+    from tinyagent.runner import build_provider, execute
+
+    settings = plan.settings
+    try:
+        provider = build_provider(settings, getattr(args, "base_url", None))
+    except (ConfigError, PromptError, ScriptError, ProviderError, ValueError) as exc:
+        _stderr(f"tinyagent: error: {_one_line(str(exc))}")
+        return EXIT_REFUSED
+    trajectory = start_trajectory(plan, now=utc_now())
+    checkpoint = plan.checkpoint
+    reporter = Reporter(quiet=settings.quiet)
+    _stderr(
+        f"tinyagent: resuming {plan.source_path} at its last saved boundary: "
+        f"{len(checkpoint.messages)} messages and {checkpoint.totals.steps} steps restored, "
+        f"previous status {checkpoint.exit_status.value}; writing {plan.output}"
+    )
+    reporter.warning(
+        "the workspace may have changed since that checkpoint was saved, and effects of commands after "
+        "its last save are not recorded; no earlier tool call is run again and the model is asked to "
+        "re-inspect before acting"
+    )
+    reporter.progress(
+        f"provider {settings.provider}, model {settings.model}, cwd {settings.cwd}, "
+        f"streaming {'on' if settings.stream else 'off'}"
+    )
+    return execute(trajectory, settings, provider, plan.output, reporter, stop_on_save_failure=True)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _stderr(line: str) -> None:
+    import sys
+
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
