@@ -1,0 +1,85 @@
+"""Helpers for tinyagent tests: scripted-model scripts and real `tinyagent` CLI subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+SCRUB = (
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "CODEX_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENROUTER_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "OLLAMA_HOST",
+    "TINYAGENT_TEST_FAIL_SAVE",
+    "TINYAGENT_SCRIPT",
+)
+
+
+def call(name: str, call_id: str | None = None, **arguments: Any) -> dict[str, Any]:
+    """A scripted tool call."""
+    entry: dict[str, Any] = {"name": name, "arguments": arguments}
+    if call_id is not None:
+        entry["id"] = call_id
+    return entry
+
+
+def reply(*calls: dict[str, Any], content: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A scripted assistant reply with the given tool calls."""
+    return {"content": content, "tool_calls": list(calls), **extra}
+
+
+def write_script(path: Path, replies: Sequence[dict[str, Any]], **extra: Any) -> Path:
+    """Write a ScriptedProvider script file and return its path."""
+    path.write_text(json.dumps({"replies": list(replies), **extra}), encoding="utf-8")
+    return path
+
+
+def clean_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """An environment isolated from the developer's config, state and provider credentials."""
+    env = {k: v for k, v in os.environ.items() if k not in SCRUB and not k.startswith("TINYAGENT_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg-config")
+    env["XDG_STATE_HOME"] = str(tmp_path / "xdg-state")
+    env["PYTHONUNBUFFERED"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def tinyagent_cmd(*args: str) -> list[str]:
+    """The command line that runs the installed CLI module with this interpreter."""
+    return [sys.executable, "-m", "tinyagent", *args]
+
+
+def run_cli(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float = 60,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `tinyagent ARGS` to completion and capture stdout/stderr."""
+    return subprocess.run(
+        tinyagent_cmd(*args),
+        cwd=cwd,
+        env=dict(env),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def load_json(path: Path) -> dict[str, Any]:
+    """Parse a JSON file."""
+    return json.loads(path.read_text(encoding="utf-8"))

@@ -1,0 +1,350 @@
+"""The agent loop with the scripted in-process model: endings, limits, accounting, saves."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.tinyagent_cli import call, reply
+from tinyagent.config import Settings
+from tinyagent.loop import Agent
+from tinyagent.output import Reporter
+from tinyagent.prompts import FORMAT_ERROR_NUDGE, build_system_prompt
+from tinyagent.providers.scripted import ScriptedProvider
+from tinyagent.runner import new_trajectory
+from tinyagent.storage import SaveError, load_trajectory, save_trajectory
+from tinyagent.tools import Toolbox
+from tinyagent.trajectory import ExitStatus, Trajectory
+
+NEVER_SUBMITS = reply(call("bash", command="true"), usage={"input_tokens": 10, "output_tokens": 2})
+
+
+def make(
+    tmp_path: Path,
+    replies: list[dict[str, Any]],
+    *,
+    step_limit: int = 0,
+    cost_limit: float = 0.0,
+    time_limit: float = 0.0,
+    save: Any = "file",
+    stop_on_save_failure: bool = False,
+    clock: Any = None,
+    price: Any = None,
+) -> tuple[Agent, Trajectory, ScriptedProvider, io.StringIO]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    settings = Settings(
+        provider="scripted",
+        model="scripted",
+        cwd=str(work.resolve()),
+        step_limit=step_limit,
+        cost_limit=cost_limit,
+        time_limit=time_limit,
+        tool_timeout=20,
+    )
+    trajectory = new_trajectory("do the task", settings, build_system_prompt(settings.cwd, "auto"))
+    provider = ScriptedProvider(replies=replies)
+    stderr = io.StringIO()
+    out = tmp_path / "run.json"
+    if save == "file":
+        save = lambda traj: save_trajectory(traj, out)  # noqa: E731
+    kwargs: dict[str, Any] = {}
+    if clock is not None:
+        kwargs["clock"] = clock
+    if price is not None:
+        kwargs["price"] = price
+    agent = Agent(
+        provider,
+        Toolbox(work, timeout=20),
+        stream=False,
+        save=save,
+        reporter=Reporter(stderr),
+        stop_on_save_failure=stop_on_save_failure,
+        **kwargs,
+    )
+    return agent, trajectory, provider, stderr
+
+
+def saved(tmp_path: Path) -> Trajectory:
+    return load_trajectory(tmp_path / "run.json")
+
+
+def assert_paired(trajectory: Trajectory) -> None:
+    """Every assistant tool call is answered, in order, by exactly one tool message right after it."""
+    messages = trajectory.messages
+    assert [m.role for m in messages[:2]] == ["system", "user"]
+    index = 2
+    while index < len(messages):
+        message = messages[index]
+        assert message.role in ("assistant", "user")
+        index += 1
+        if message.role == "assistant":
+            for tool_call in message.tool_calls:
+                result = messages[index]
+                assert result.role == "tool"
+                assert (result.tool_call_id, result.name) == (tool_call.id, tool_call.name)
+                index += 1
+
+
+def test_submitted_run_records_every_result_in_order(tmp_path: Path) -> None:
+    agent, traj, provider, _ = make(
+        tmp_path,
+        [
+            reply(
+                call("write_file", "a", path="hello.txt", content="hi\n"),
+                call("bash", "b", command="cat hello.txt"),
+                content="working",
+                usage={
+                    "input_tokens": 100,
+                    "output_tokens": 10,
+                    "cache_read_tokens": 5,
+                    "cache_write_tokens": 7,
+                },
+                cost_usd=0.25,
+            ),
+            reply(call("submit", "c", answer="created hello.txt"), cost_usd=0.5),
+        ],
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.SUBMITTED
+    assert traj.submission == "created hello.txt"
+    assert (tmp_path / "work/hello.txt").read_text() == "hi\n"
+    assert [m.role for m in traj.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+        "tool",
+    ]
+    assert traj.messages[4].content == "exit code: 0\nhi\n"
+    assert_paired(traj)
+    totals = traj.totals
+    assert (totals.steps, totals.input_tokens, totals.output_tokens) == (2, 100, 10)
+    assert (totals.cache_read_tokens, totals.cache_write_tokens) == (5, 7)
+    assert totals.cost_usd == pytest.approx(0.75)
+    assert totals.cost_known
+    # initial save + one checkpoint after the first batch + the final save
+    assert agent.saves == 3
+    on_disk = saved(tmp_path)
+    assert on_disk == traj
+    assert on_disk.timing.ended_at is not None
+    # the model saw the first batch's results on its second request
+    assert [m.role for m in provider.requests[1]][-3:] == ["assistant", "tool", "tool"]
+
+
+def test_calls_after_submit_in_the_same_turn_are_not_executed(tmp_path: Path) -> None:
+    agent, traj, _, _ = make(
+        tmp_path, [reply(call("submit", "s", answer="done"), call("write_file", "w", path="x", content="x"))]
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.SUBMITTED
+    assert not (tmp_path / "work/x").exists()
+    last = traj.messages[-1]
+    assert (last.tool_call_id, last.is_error) == ("w", True)
+    assert last.content == "error: not executed: an earlier submit in this reply ended the run"
+    assert_paired(traj)
+
+
+def test_step_limit_counts_requests_and_stops_before_the_next(tmp_path: Path) -> None:
+    agent, traj, provider, _ = make(tmp_path, [NEVER_SUBMITS] * 5, step_limit=3)
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.STEP_LIMIT
+    assert len(provider.requests) == 3
+    assert traj.totals.steps == 3
+    assert traj.exit_detail == "step limit 3 reached (3 steps)"
+    assert saved(tmp_path) == traj
+    assert_paired(traj)
+
+
+def test_exhausted_step_ceiling_makes_no_request(tmp_path: Path) -> None:
+    agent, traj, provider, _ = make(tmp_path, [NEVER_SUBMITS], step_limit=2)
+    traj.totals.steps = 2
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.STEP_LIMIT
+    assert provider.requests == []
+
+
+def test_cost_limit_is_cumulative_and_checked_before_each_request(tmp_path: Path) -> None:
+    pricey = reply(call("bash", command="true"), cost_usd=0.6)
+    agent, traj, provider, _ = make(tmp_path, [pricey] * 5, cost_limit=1.0)
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.COST_LIMIT
+    assert len(provider.requests) == 2  # 0.6 < 1.0 allows a second request, which overshoots
+    assert traj.totals.cost_usd == pytest.approx(1.2)
+    assert saved(tmp_path).exit_status is ExitStatus.COST_LIMIT
+
+
+def test_exhausted_cost_ceiling_makes_no_request(tmp_path: Path) -> None:
+    agent, traj, provider, _ = make(tmp_path, [NEVER_SUBMITS], cost_limit=1.0)
+    traj.totals.cost_usd = 1.0
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.COST_LIMIT
+    assert provider.requests == []
+
+
+def test_time_limit_is_checked_before_each_request(tmp_path: Path) -> None:
+    ticks = iter(range(0, 1000, 10))  # every clock read advances 10 s
+    agent, traj, provider, _ = make(
+        tmp_path, [NEVER_SUBMITS] * 50, time_limit=25, clock=lambda: float(next(ticks))
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.TIME_LIMIT
+    assert 1 <= len(provider.requests) < 50
+    assert traj.exit_detail == "time limit 25 s reached"
+
+
+def test_time_limit_aborts_a_request_in_flight(tmp_path: Path) -> None:
+    agent, traj, _provider, _ = make(tmp_path, [{"sleep": 30, **NEVER_SUBMITS}], time_limit=0.5)
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.TIME_LIMIT
+    assert traj.exit_detail == "time limit reached during a model request"
+    assert traj.totals.steps == 1
+    assert traj.messages[-1].role == "user"  # nothing half-recorded
+    assert saved(tmp_path) == traj
+
+
+def test_provider_error_ends_the_run_with_a_safe_detail(tmp_path: Path) -> None:
+    agent, traj, _provider, _ = make(
+        tmp_path, [NEVER_SUBMITS, {"raise": "server", "message": "upstream overloaded (HTTP 503)"}]
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.PROVIDER_ERROR
+    assert traj.exit_detail == "ProviderServerError: upstream overloaded (HTTP 503)"
+    assert traj.totals.steps == 2  # the failed request counts as a step
+    assert_paired(traj)
+    assert saved(tmp_path) == traj
+
+
+def test_harness_tool_failure_ends_with_tool_error_and_answers_every_call(tmp_path: Path) -> None:
+    agent, traj, _, _ = make(
+        tmp_path,
+        [
+            reply(call("bash", "rm", command='rm -rf "$PWD"')),
+            reply(call("bash", "ls", command="ls"), call("read_file", "rd", path="x")),
+        ],
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.TOOL_ERROR
+    assert traj.exit_detail.startswith("working directory is no longer available")
+    assert [m.tool_call_id for m in traj.messages if m.role == "tool"] == ["rm", "ls", "rd"]
+    assert traj.messages[-1].content == "error: not executed: an earlier tool call failed in the harness"
+    assert_paired(traj)
+    assert saved(tmp_path) == traj
+
+
+def test_replies_without_tool_calls_are_nudged_then_stop(tmp_path: Path) -> None:
+    text_only = {"content": "I think we are done."}
+    agent, traj, provider, _ = make(tmp_path, [text_only, NEVER_SUBMITS, text_only, text_only, text_only])
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.REPEATED_FORMAT_ERROR
+    assert len(provider.requests) == 5  # the tool call in between reset the counter
+    assert traj.messages[-1].role == "user"
+    assert traj.messages[-1].content == FORMAT_ERROR_NUDGE
+    assert sum(1 for m in traj.messages if m.content == FORMAT_ERROR_NUDGE) == 4
+
+
+def test_script_exhaustion_is_a_provider_error(tmp_path: Path) -> None:
+    agent, traj, _, _ = make(tmp_path, [NEVER_SUBMITS])
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.PROVIDER_ERROR
+    assert "script exhausted" in traj.exit_detail
+
+
+def test_unknown_price_warns_once_and_marks_cost_unknown(tmp_path: Path) -> None:
+    agent, traj, _, stderr = make(
+        tmp_path, [NEVER_SUBMITS, NEVER_SUBMITS, reply(call("submit", answer="ok"))], price=lambda m, u: None
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.SUBMITTED
+    assert traj.totals.cost_known is False
+    assert traj.warnings == ["unknown price for model 'scripted': its cost is not counted"]
+    assert stderr.getvalue().count("unknown price") == 1
+
+
+def test_fresh_mode_save_failure_is_reported_and_the_run_continues(tmp_path: Path) -> None:
+    calls = {"n": 0}
+
+    def flaky(traj: Trajectory) -> None:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise SaveError("disk full")
+
+    agent, traj, provider, stderr = make(
+        tmp_path, [NEVER_SUBMITS, reply(call("submit", answer="ok"))], save=flaky
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.SUBMITTED
+    assert agent.save_failed
+    assert len(provider.requests) == 2
+    assert "error: could not save the trajectory: disk full" in stderr.getvalue()
+
+
+@pytest.mark.parametrize(("failing_save", "expected_requests"), [(1, 0), (2, 1)])
+def test_resume_mode_save_failure_stops_all_further_work(
+    tmp_path: Path, failing_save: int, expected_requests: int
+) -> None:
+    out = tmp_path / "run.json"
+    calls = {"n": 0}
+
+    def failing(traj: Trajectory) -> None:
+        calls["n"] += 1
+        if calls["n"] >= failing_save:
+            raise SaveError("injected")
+        save_trajectory(traj, out)
+
+    agent, traj, provider, _ = make(
+        tmp_path,
+        [reply(call("write_file", path="a", content="1")), reply(call("write_file", path="b", content="2"))],
+        save=failing,
+        stop_on_save_failure=True,
+    )
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.SAVE_ERROR
+    assert len(provider.requests) == expected_requests
+    assert not (tmp_path / "work/b").exists()
+    if failing_save == 2:  # the last valid checkpoint is the initial one, still readable
+        on_disk = load_trajectory(out)
+        assert on_disk.exit_status is ExitStatus.RUNNING
+        assert len(on_disk.messages) == 2
+
+
+def test_running_checkpoints_end_at_a_query_boundary(tmp_path: Path) -> None:
+    snapshots: list[dict[str, Any]] = []
+    agent, traj, _, _ = make(
+        tmp_path,
+        [
+            reply(call("bash", command="true"), call("bash", command="true")),
+            {"content": "thinking"},
+            reply(call("submit", answer="ok")),
+        ],
+        save=lambda t: snapshots.append(json.loads(t.model_dump_json())),
+    )
+    agent.run(traj)
+    running = [s for s in snapshots if s["exit_status"] == "Running"]
+    assert len(running) == 3  # initial, after the tool batch, after the nudge
+    for snap in running:
+        last = snap["messages"][-1]
+        assert last["role"] in ("user", "tool")
+        restored = Trajectory.model_validate(snap)
+        assert_paired(restored)
+
+
+def test_agent_continues_an_existing_trajectory_with_cumulative_totals(tmp_path: Path) -> None:
+    first, traj, _, _ = make(tmp_path, [NEVER_SUBMITS] * 3, step_limit=2)
+    first.run(traj)
+    assert traj.exit_status is ExitStatus.STEP_LIMIT
+    restored = load_trajectory(tmp_path / "run.json")
+    restored.limits.step_limit = 4
+    second, _, provider, _ = make(tmp_path, [NEVER_SUBMITS, reply(call("submit", answer="finally"))])
+    second.run(restored)
+    assert restored.exit_status is ExitStatus.SUBMITTED
+    assert restored.totals.steps == 4
+    assert restored.totals.input_tokens == 30
+    assert len(provider.requests) == 2
+    assert len(provider.requests[0]) == len(traj.messages)  # the whole restored history was sent
