@@ -207,6 +207,12 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     stub: ProviderStub
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Clients closing pooled keep-alive connections is normal; report anything else."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Dropped(Exception):
     """Raised to abandon a connection without a complete response."""

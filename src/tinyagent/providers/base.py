@@ -28,6 +28,7 @@ class ProviderError(Exception):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after: float | None = None  # seconds the server asked us to wait, if it said
 
 
 class ProviderAuthError(ProviderError):

@@ -1,0 +1,114 @@
+"""Provider-neutral checks and id bookkeeping applied to a history before it is serialised.
+
+Every adapter calls `check_pairing` first, so a history with a tool call that has no result, a
+result whose call is not in the immediately preceding assistant turn, or a duplicate id within one
+turn is refused locally (no request is sent) instead of bricking the session at the provider.
+Ids are matched per assistant turn; the same id reused in a later turn is legal.
+
+`WireIds` maps stored tool-call ids to the ids put on the wire: optionally sanitised for providers
+with an id pattern (Anthropic) and made unique across the whole request for providers that reject
+repeated ids (Anthropic, Responses). The mapping is deterministic and applied identically to a
+call and its result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+
+from tinyagent.providers.base import ProviderRequestError
+from tinyagent.types import Message
+
+__all__ = ["WireIds", "anthropic_safe_id", "check_pairing", "system_text"]
+
+_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+
+
+def check_pairing(messages: Sequence[Message], provider: str) -> None:
+    """Refuse a history whose tool calls and results do not pair up within each assistant turn."""
+
+    def fail(reason: str) -> ProviderRequestError:
+        return ProviderRequestError(f"{provider}: conversation history is invalid: {reason}")
+
+    open_ids: list[str] = []
+    turn_index: int | None = None
+    for index, message in enumerate(messages):
+        if message.role == "tool":
+            call_id = message.tool_call_id
+            if turn_index is None or call_id not in open_ids:
+                raise fail(
+                    f"message {index}: tool result for call {call_id!r} has no matching call in the "
+                    "preceding assistant turn"
+                )
+            open_ids.remove(call_id)
+            continue
+        if open_ids:
+            raise fail(f"message {turn_index}: tool call(s) {', '.join(map(repr, open_ids))} have no result")
+        turn_index = None
+        if message.role == "assistant" and message.tool_calls:
+            ids = [call.id for call in message.tool_calls]
+            duplicates = sorted({i for i in ids if ids.count(i) > 1})
+            if duplicates:
+                raise fail(f"message {index}: duplicate tool call id(s) {', '.join(map(repr, duplicates))}")
+            if any(not i for i in ids):
+                raise fail(f"message {index}: a tool call has an empty id")
+            open_ids = ids
+            turn_index = index
+    if open_ids:
+        raise fail(f"message {turn_index}: tool call(s) {', '.join(map(repr, open_ids))} have no result")
+
+
+def anthropic_safe_id(call_id: str) -> str:
+    """`call_id` if it matches ^[a-zA-Z0-9_-]+$, else a deterministic sanitised form."""
+    if _ANTHROPIC_ID.match(call_id):
+        return call_id
+    cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:48] or "toolu"
+    digest = hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:8]
+    return f"{cleaned}_{digest}"
+
+
+class WireIds:
+    """Stored id -> wire id for every tool call and tool result of a (paired) history."""
+
+    def __init__(
+        self,
+        messages: Sequence[Message],
+        *,
+        transform: Callable[[str], str] | None = None,
+        unique: bool = False,
+    ) -> None:
+        self._calls: dict[int, list[str]] = {}
+        self._results: dict[int, str] = {}
+        used: set[str] = set()
+        current: dict[str, str] = {}
+        for index, message in enumerate(messages):
+            if message.role == "assistant" and message.tool_calls:
+                current = {}
+                wire_ids = []
+                for call in message.tool_calls:
+                    wire = transform(call.id) if transform else call.id
+                    if unique and wire in used:
+                        n = 2
+                        while f"{wire}_{n}" in used:
+                            n += 1
+                        wire = f"{wire}_{n}"
+                    used.add(wire)
+                    current[call.id] = wire
+                    wire_ids.append(wire)
+                self._calls[index] = wire_ids
+            elif message.role == "tool" and message.tool_call_id is not None:
+                self._results[index] = current.get(message.tool_call_id, message.tool_call_id)
+
+    def calls(self, index: int) -> list[str]:
+        """Wire ids of the tool calls of the assistant message at `index`."""
+        return self._calls.get(index, [])
+
+    def result(self, index: int) -> str:
+        """Wire id of the tool result at `index`."""
+        return self._results[index]
+
+
+def system_text(messages: Sequence[Message]) -> str:
+    """All system messages joined (providers that take the system prompt out of band)."""
+    return "\n\n".join(m.content or "" for m in messages if m.role == "system" and m.content)

@@ -1,0 +1,304 @@
+"""OpenAI-compatible Chat Completions: OpenAI, OpenRouter, Ollama's /v1 and any compatible base URL.
+
+Streaming asks for `stream_options.include_usage`; tool-call fragments are merged by `index`
+(Ollama sends each call whole, OpenAI in pieces); the usage-only final chunk may carry
+`choices: []`, `choices: null` or no `choices` at all. OpenRouter's `usage.cost` becomes
+`Usage.cost_usd`. Reasoning text/details returned by OpenRouter-, Ollama- or vLLM-style servers are
+kept in `Message.provider_state["openai_chat"]` and sent back only to the provider that produced them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from tinyagent.providers.base import ProviderConnectionError, ProviderProtocolError
+from tinyagent.providers.history import WireIds, check_pairing
+from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
+from tinyagent.providers.sse import SSEEvent
+from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
+
+__all__ = ["OpenAIChatProvider", "chat_usage"]
+
+STATE_KEY = "openai_chat"
+
+
+def chat_usage(raw: Mapping[str, Any] | None) -> Usage:
+    """Normalise a Chat Completions `usage` object (cached and cache-write tokens are inside prompt)."""
+    if not raw:
+        return Usage()
+    details = raw.get("prompt_tokens_details") or {}
+    prompt = _int(raw.get("prompt_tokens"))
+    cached = _int(details.get("cached_tokens"))
+    written = _int(details.get("cache_write_tokens"))
+    cost = raw.get("cost")
+    return Usage(
+        input_tokens=max(0, prompt - cached - written),
+        output_tokens=_int(raw.get("completion_tokens")),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+    )
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else 0
+
+
+class OpenAIChatProvider:
+    """A Chat Completions endpoint (`{base_url}/chat/completions`)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        name: str = "openai",
+        timeout: float = 300.0,
+        max_retries: int = 3,
+        key_hint: str | None = "OPENAI_API_KEY",
+        extra_headers: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        headers = dict(extra_headers or {})
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._http = HttpClient(
+            provider=name,
+            headers=headers,
+            timeout=timeout,
+            retry=retry or RetryPolicy(max_retries=max_retries),
+            key_hint=key_hint,
+            api_key=api_key,
+            sleep=sleep,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    # request ---------------------------------------------------------------------------------
+    def build_request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    ) -> dict[str, Any]:
+        """The exact request body for this history (public for tests and debugging)."""
+        check_pairing(messages, self.name)
+        ids = WireIds(messages)
+        wire: list[dict[str, Any]] = []
+        for index, message in enumerate(messages):
+            if message.role in ("system", "user"):
+                wire.append({"role": message.role, "content": message.content or ""})
+            elif message.role == "assistant":
+                item: dict[str, Any] = {"role": "assistant", "content": message.content}
+                if message.tool_calls:
+                    item["tool_calls"] = [
+                        {
+                            "id": wid,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for wid, c in zip(ids.calls(index), message.tool_calls, strict=True)
+                    ]
+                elif message.content is None:
+                    item["content"] = ""
+                state = (message.provider_state or {}).get(STATE_KEY)
+                if isinstance(state, dict) and state.get("provider") == self.name:
+                    for key in ("reasoning", "reasoning_content", "reasoning_details"):
+                        if state.get(key):
+                            item[key] = state[key]
+                wire.append(item)
+            else:
+                wire.append(
+                    {"role": "tool", "tool_call_id": ids.result(index), "content": message.content or ""}
+                )
+        body: dict[str, Any] = {"model": self.model, "messages": wire, "stream": stream}
+        if tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in tools
+            ]
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    # call ------------------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        stream: bool,
+        on_text: Callable[[str], None] | None = None,
+    ) -> Completion:
+        body = self.build_request(messages, tools, stream=stream)
+        if not stream:
+            return self._parse(self._http.post_json(self.url, body))
+
+        def consume(events: Iterator[SSEEvent], progress: StreamProgress) -> Completion:
+            return self._consume(events, progress, on_text)
+
+        return self._http.post_sse(self.url, body, consume)
+
+    # response --------------------------------------------------------------------------------
+    def _embedded_error(self, error: Any) -> Exception:
+        status = 502
+        if isinstance(error, dict) and isinstance(error.get("code"), int):
+            status = int(error["code"])
+        return error_for_status(
+            status, json.dumps({"error": error}).encode(), provider=self.name, url=self.url, key_hint=None
+        )
+
+    def _parse(self, data: Any) -> Completion:
+        if not isinstance(data, dict):
+            raise ProviderProtocolError(f"{self.name}: response is not a JSON object")
+        choices = data.get("choices")
+        if not choices:
+            if data.get("error"):
+                raise self._embedded_error(data["error"])
+            raise ProviderProtocolError(f"{self.name}: response has no choices")
+        choice = choices[0] if isinstance(choices, list) and isinstance(choices[0], dict) else None
+        if choice is None or not isinstance(choice.get("message"), dict):
+            raise ProviderProtocolError(f"{self.name}: response choice has no message")
+        raw = choice["message"]
+        calls = []
+        for position, tc in enumerate(raw.get("tool_calls") or []):
+            fn = tc.get("function") or {}
+            calls.append(self._tool_call(tc.get("id"), fn.get("name"), fn.get("arguments"), position))
+        state = {k: raw[k] for k in ("reasoning", "reasoning_content", "reasoning_details") if raw.get(k)}
+        message = Message(
+            role="assistant",
+            content=_text(raw.get("content")),
+            tool_calls=calls,
+            provider_state={STATE_KEY: {"provider": self.name, **state}} if state else None,
+        )
+        return Completion(
+            message=message,
+            usage=chat_usage(data.get("usage")),
+            finish_reason=choice.get("finish_reason") or ("tool_calls" if calls else "stop"),
+            model=str(data.get("model") or self.model),
+            response_id=data.get("id"),
+        )
+
+    def _tool_call(self, call_id: Any, name: Any, arguments: Any, position: int) -> ToolCall:
+        if not isinstance(name, str) or not name:
+            raise ProviderProtocolError(f"{self.name}: tool call {position} has no function name")
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            arguments = "{}"
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        return ToolCall(id=str(call_id) if call_id else f"call_{position}", name=name, arguments=arguments)
+
+    def _consume(
+        self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: Callable[[str], None] | None
+    ) -> Completion:
+        text: list[str] = []
+        reasoning: dict[str, str] = {}
+        details: dict[int, dict[str, Any]] = {}
+        calls: dict[int, dict[str, Any]] = {}
+        finish: str | None = None
+        usage: Any = None
+        response_id: str | None = None
+        model = ""
+        done = False
+        for event in events:
+            if event.data.strip() == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = json.loads(event.data)
+            except ValueError:
+                raise ProviderProtocolError(f"{self.name}: malformed JSON in the response stream") from None
+            if not isinstance(chunk, dict):
+                raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
+            if chunk.get("error"):
+                raise self._embedded_error(chunk["error"])
+            response_id = response_id or chunk.get("id")
+            model = chunk.get("model") or model
+            if chunk.get("usage"):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                delta = choice.get("delta") or {}
+                piece = delta.get("content")
+                if isinstance(piece, str) and piece:
+                    text.append(piece)
+                    if on_text is not None:
+                        progress.handed_out = True
+                        on_text(piece)
+                for key in ("reasoning", "reasoning_content"):
+                    if isinstance(delta.get(key), str):
+                        reasoning[key] = reasoning.get(key, "") + delta[key]
+                for position, detail in enumerate(delta.get("reasoning_details") or []):
+                    if isinstance(detail, dict):
+                        _merge_fragment(details.setdefault(detail.get("index", position), {}), detail)
+                for position, tc in enumerate(delta.get("tool_calls") or []):
+                    entry = calls.setdefault(
+                        tc.get("index", position), {"id": None, "name": None, "args": []}
+                    )
+                    if tc.get("id"):
+                        entry["id"] = tc["id"]
+                    fn = tc.get("function") or {}
+                    if fn.get("name"):
+                        entry["name"] = fn["name"]
+                    arguments = fn.get("arguments")
+                    if isinstance(arguments, dict):
+                        entry["args"].append(json.dumps(arguments))
+                    elif isinstance(arguments, str):
+                        entry["args"].append(arguments)
+                if choice.get("finish_reason"):
+                    finish = choice["finish_reason"]
+        if not done and finish is None:
+            raise ProviderConnectionError(
+                f"{self.name}: the response stream ended before the reply was complete"
+            )
+        tool_calls = [
+            self._tool_call(entry["id"], entry["name"], "".join(entry["args"]), position)
+            for position, (_, entry) in enumerate(sorted(calls.items()))
+        ]
+        state: dict[str, Any] = {k: v for k, v in reasoning.items() if v}
+        if details:
+            state["reasoning_details"] = [details[k] for k in sorted(details)]
+        message = Message(
+            role="assistant",
+            content="".join(text) if text else None,
+            tool_calls=tool_calls,
+            provider_state={STATE_KEY: {"provider": self.name, **state}} if state else None,
+        )
+        return Completion(
+            message=message,
+            usage=chat_usage(usage),
+            finish_reason=finish or ("tool_calls" if tool_calls else "stop"),
+            model=model or self.model,
+            response_id=response_id,
+        )
+
+
+def _merge_fragment(target: dict[str, Any], fragment: Mapping[str, Any]) -> None:
+    for key, value in fragment.items():
+        if (
+            isinstance(value, str)
+            and isinstance(target.get(key), str)
+            and key not in ("type", "id", "format")
+        ):
+            target[key] += value
+        else:
+            target[key] = value
+
+
+def _text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content or None
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(parts) or None
+    return str(content)
