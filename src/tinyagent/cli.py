@@ -39,7 +39,7 @@ OPENROUTER_BASE_URL; keys OPENAI_API_KEY, OPENROUTER_API_KEY, ANTHROPIC_API_KEY)
 both config files.
 
 exit codes: 0 the task was submitted (and saved); 1 any other ending (limit, interruption,
-provider or tool error, failed save, refused resume); 2 usage or configuration error.
+provider or tool error, failed save); 2 usage or configuration error, or a refused --resume.
 """
 
 
