@@ -1,0 +1,109 @@
+"""Acceptance: `tinyagent -t "create hello.txt containing hi" --provider X` end to end against the local
+provider stubs, for every provider, streamed and not, through the real CLI process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from support.provider_stubs import ProviderStub
+from support.tinyagent_cli import clean_env, load_json, run_cli
+
+PROVIDERS = ["openai", "openrouter", "ollama", "anthropic", "codex"]
+KEYS = {
+    "openai": "OPENAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "ollama": None,
+    "anthropic": "ANTHROPIC_API_KEY",
+    "codex": "OPENAI_API_KEY",
+}
+MODELS = {
+    "openai": "gpt-4.1-mini",
+    "openrouter": "openai/gpt-4.1-mini",
+    "ollama": "qwen2.5-coder:7b",
+    "anthropic": "claude-sonnet-4-5",
+    "codex": "gpt-5-codex",
+}
+TASK = "create hello.txt containing hi"
+
+
+def _tool_results(provider: str, body: dict) -> list[str]:
+    """The tool-result texts the model received in one request body, per wire format."""
+    if provider == "anthropic":
+        return [
+            block["content"] if isinstance(block["content"], str) else block["content"][0]["text"]
+            for message in body["messages"]
+            if isinstance(message["content"], list)
+            for block in message["content"]
+            if block.get("type") == "tool_result"
+        ]
+    if provider == "codex":
+        return [item["output"] for item in body["input"] if item.get("type") == "function_call_output"]
+    return [message["content"] for message in body["messages"] if message["role"] == "tool"]
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_create_hello_txt_end_to_end(tmp_path: Path, provider: str, stream: bool) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    replies = [
+        {
+            "text": "I will create the file.",
+            "tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}],
+            "usage": {"input": 120, "output": 20, "cache_read": 30, "cache_write": 0, "cost": 0.0005},
+        },
+        {
+            "tool_calls": [{"name": "submit", "arguments": {"answer": "Created hello.txt containing hi."}}],
+            "usage": {"input": 40, "output": 10, "cache_read": 150, "cache_write": 0, "cost": 0.0003},
+        },
+    ]
+    with ProviderStub(replies) as stub:
+        env = clean_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
+        out = tmp_path / "run.json"
+        result = run_cli(
+            [
+                "-t",
+                TASK,
+                "--provider",
+                provider,
+                "-m",
+                MODELS[provider],
+                "--base-url",
+                stub.base_url(provider),
+                "--cwd",
+                str(work),
+                "-o",
+                str(out),
+                "--stream" if stream else "--no-stream",
+            ],
+            cwd=tmp_path,
+            env=env,
+        )
+        requests = list(stub.requests)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Created hello.txt containing hi.\n"
+    assert (work / "hello.txt").read_text() == "hi\n"
+
+    assert len(requests) == 2
+    for request in requests:
+        assert request.body.get("stream", False) is stream
+        assert request.body["model"] == MODELS[provider]
+    assert _tool_results(provider, requests[0].body) == []
+    assert _tool_results(provider, requests[1].body) == ["wrote 3 bytes to hello.txt"]
+    if KEYS[provider]:
+        auth = requests[0].headers.get("x-api-key") or requests[0].headers.get("authorization", "")
+        assert auth.endswith("test-key")
+    assert "test-key" not in result.stderr
+
+    trajectory = load_json(out)
+    assert trajectory["exit_status"] == "Submitted"
+    assert trajectory["provider"] == provider
+    assert trajectory["totals"]["steps"] == 2
+    assert trajectory["totals"]["output_tokens"] == 30
+    assert trajectory["totals"]["cache_read_tokens"] == 180
+    assert trajectory["resume"]["cwd"] == str(work.resolve())
+    assert "test-key" not in json.dumps(trajectory)
+    assert "finished: status Submitted" in result.stderr
