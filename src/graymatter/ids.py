@@ -1,0 +1,46 @@
+"""ULID identifiers: 48-bit millisecond timestamp + 80 random bits, Crockford base32, 26 characters.
+
+Identifiers made by one process are strictly increasing (the random part is incremented within the same
+millisecond), so ordering by id within a process matches creation order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ULID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
+
+_lock = threading.Lock()
+_last_ms = -1
+_last_rand = 0
+
+
+def _encode(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_ulid(now_ms: int | None = None) -> str:
+    """Return a new ULID string, monotonic within this process."""
+    global _last_ms, _last_rand
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    with _lock:
+        if ms <= _last_ms:
+            ms = _last_ms
+            rand = (_last_rand + 1) & ((1 << 80) - 1)
+        else:
+            rand = int.from_bytes(os.urandom(10), "big")
+        _last_ms, _last_rand = ms, rand
+    return _encode(ms, 10) + _encode(rand, 16)
+
+
+def is_ulid(value: str) -> bool:
+    """True when ``value`` is a syntactically valid ULID."""
+    return bool(ULID_PATTERN.match(value))

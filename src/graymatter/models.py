@@ -1,0 +1,216 @@
+"""pydantic v2 models: the single source of every graymatter schema (library, CLI JSON, MCP, REST)."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SHARED_AGENT_ID = "__shared__"
+"""The project-wide namespace."""
+
+SUPERSEDED_BY_AGENT = "agent"
+"""``superseded_by`` value of a fact retired without a replacement (forget)."""
+
+Confidence = Literal["verified", "inferred", "unverified"]
+FactKind = Literal["fact", "alias"]
+Interface = Literal["cli", "mcp", "rest", "library", "import", "consolidation"]
+RecallScope = Literal["agent", "shared", "all"]
+
+CONFIDENCE_LEVELS: dict[str, int] = {"unverified": -1, "inferred": 0, "verified": 1}
+"""Numeric value ``c`` of each label, used by the confidence factor ``1 + w·c`` and by filters."""
+
+
+def utcnow() -> datetime:
+    """Current time, timezone-aware UTC, microsecond precision."""
+    return datetime.now(UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Provenance(_Model):
+    """Who wrote a record: the interface, the client program and (for authenticated faces) the token id."""
+
+    interface: Interface = "library"
+    client: str | None = None
+    token_id: str | None = None
+
+
+class Fact(_Model):
+    """One durable memory. Facts are never overwritten; corrections supersede them."""
+
+    id: str
+    agent_id: str
+    text: str
+    created_at: datetime
+    accessed_at: datetime
+    access_count: int = Field(default=0, ge=0)
+    weight: float = Field(default=1.0, ge=0.0, le=1.0)
+    superseded_by: str | None = None
+    pinned: bool = False
+    pinned_at: datetime | None = None
+    confidence: Confidence = "inferred"
+    kind: FactKind = "fact"
+    equivalents: list[str] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+    @property
+    def live(self) -> bool:
+        """True when the fact is not superseded (tombstoned)."""
+        return self.superseded_by is None
+
+
+class Checkpoint(_Model):
+    """A session checkpoint: a JSON-object state plus optional messages and metadata. Never overwritten."""
+
+    id: str
+    agent_id: str
+    created_at: datetime
+    state: dict[str, Any] = Field(default_factory=dict)
+    messages: list[Any] | None = None
+    message_count: int = Field(default=0, ge=0)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class Link(_Model):
+    """A typed edge between two entities (lower-cased, trimmed labels) in one agent's namespace."""
+
+    id: str
+    agent_id: str
+    source: str
+    target: str
+    relation: str = "agent_link"
+    created_at: datetime
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class SignalWeights(_Model):
+    """Reciprocal-rank-fusion weights of the three recall signals."""
+
+    keyword: float = Field(default=1.0, ge=0.0)
+    vector: float = Field(default=1.0, ge=0.0)
+    recency: float = Field(default=0.5, ge=0.0)
+
+    @field_validator("keyword", "vector", "recency")
+    @classmethod
+    def _finite(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("signal weights must be finite")
+        return value
+
+
+class SignalRanks(_Model):
+    """Per-signal 1-based ranks (0 = the signal did not rank the fact) and the fused RRF score."""
+
+    keyword_rank: int = Field(ge=0)
+    vector_rank: int = Field(ge=0)
+    recency_rank: int = Field(ge=0)
+    fused_score: float
+    k: int
+
+
+class RankingPolicy(_Model):
+    """How the final score was derived from the fused score: ``final = base × (1 + weight × c)``."""
+
+    base_score: float
+    final_score: float
+    factor: float
+    confidence_weight: float
+    effective_confidence: Confidence
+    policy: Literal["confidence-v1"] = "confidence-v1"
+
+
+class RecallHit(_Model):
+    """One recalled fact."""
+
+    id: str
+    agent_id: str
+    text: str
+    score: float
+    created_at: datetime
+    accessed_at: datetime
+    weight: float
+    confidence: Confidence
+    pinned: bool
+
+
+class RecallExplanation(RecallHit):
+    """A recall hit with its receipt: per-signal ranks, weights and the score derivation."""
+
+    ranks: SignalRanks
+    weights: SignalWeights
+    ranking: RankingPolicy
+    age_days: float
+    supersedes: list[str] = Field(default_factory=list)
+    links: list[Link] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+
+
+class BatchRecallResult(_Model):
+    """The outcome of one query of a batch recall: hits, or an error message."""
+
+    query: str
+    hits: list[RecallHit] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Revision(_Model):
+    """Result of ``revise``: the replacement fact and the ids it superseded."""
+
+    fact: Fact
+    superseded_ids: list[str]
+
+
+class MemoryStats(_Model):
+    """Counts and ages of one namespace."""
+
+    agent_id: str
+    fact_count: int
+    superseded_count: int
+    alias_count: int
+    pinned_count: int
+    checkpoint_count: int
+    link_count: int
+    pending_embeddings: int
+    oldest_at: datetime | None
+    newest_at: datetime | None
+    avg_weight: float
+
+
+class ConsolidationReport(_Model):
+    """What one consolidation cycle did to one namespace."""
+
+    agent_id: str
+    decayed: int
+    pruned: list[str]
+    summary_fact_id: str | None = None
+    consumed_ids: list[str] = Field(default_factory=list)
+    summariser: str | None = None
+    summariser_error: str | None = None
+
+
+class ExportBundle(_Model):
+    """The JSON export format; ``graymatter import`` reads it back (a lossless round trip)."""
+
+    format: Literal["graymatter-export"] = "graymatter-export"
+    version: Literal[1] = 1
+    exported_at: datetime
+    facts: list[Fact]
+    checkpoints: list[Checkpoint]
+    links: list[Link]
+
+
+class ImportReport(_Model):
+    """Counts of records added and skipped (already present) by an import."""
+
+    facts_added: int
+    facts_skipped: int
+    checkpoints_added: int
+    checkpoints_skipped: int
+    links_added: int
+    links_skipped: int

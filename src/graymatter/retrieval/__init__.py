@@ -1,0 +1,1 @@
+"""Recall: query tokenisation and term selection, candidate signals, and reciprocal-rank fusion."""

@@ -1,0 +1,131 @@
+"""The recall pipeline: candidates from each signal, ranks, fusion. Backend-neutral.
+
+1. Alias facts of the searched namespaces expand the query terms (aliases are never candidates).
+2. Keyword: stop-words dropped, rarest ``max_query_terms`` kept, BM25 over the store's full-text index.
+3. Vector: cosine over stored vectors, when an embedder is configured and the query embeds.
+4. Recency: the candidate pool (keyword ∪ vector ∪ the newest ``recency_pool`` facts) ranked by age,
+   newest first. Age runs from ``created_at`` (see docs/decisions/0002-recall-ranking.md).
+5. Fusion (RRF, k=60) with the confidence factor, total order, dedup, min-relevance, top-k.
+
+Superseded facts never reach step 2-4: backends only index live facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..models import CONFIDENCE_LEVELS, Confidence, Fact, SignalWeights
+from ..store.base import Store
+from .fusion import Candidate, Fused, fuse
+from .query import expand_with_aliases, query_terms, select_terms
+
+
+class QueryEmbedder(Protocol):
+    """What recall needs from an embedder."""
+
+    model_id: str
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """Everything that determines a ranking."""
+
+    agent_ids: tuple[str, ...]
+    query: str
+    top_k: int = 8
+    weights: SignalWeights = field(default_factory=SignalWeights)
+    k: int = 60
+    min_relevance: float = 0.0
+    min_confidence: Confidence | None = None
+    confidence_weight: float = 0.0
+    candidate_pool: int = 100
+    recency_pool: int = 50
+    max_query_terms: int = 8
+
+
+@dataclass(frozen=True)
+class RecallOutcome:
+    """The ranked results plus what the keyword signal actually searched for."""
+
+    results: list[Fused]
+    terms: list[str]
+    vector_used: bool
+
+
+def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
+    """Labels at or above ``min_confidence`` (None = no filter)."""
+    if min_confidence is None:
+        return None
+    floor = CONFIDENCE_LEVELS[min_confidence]
+    return [label for label, level in CONFIDENCE_LEVELS.items() if level >= floor]
+
+
+def keyword_terms(store: Store, agent_ids: Sequence[str], query: str, max_terms: int) -> list[str]:
+    """Query terms after alias expansion and rarity capping, as sent to ``Store.keyword_search``."""
+    terms = query_terms(query)
+    if not terms:
+        return []
+    namespaces = list(dict.fromkeys(agent_ids))
+    groups = [[alias.text, *alias.equivalents] for alias in store.aliases(namespaces)]
+    if groups:
+        terms = expand_with_aliases(terms, groups)
+    frequencies = store.document_frequencies(terms)
+    return select_terms(terms, frequencies, max_terms)
+
+
+def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | None = None) -> RecallOutcome:
+    """Rank the facts of ``request.agent_ids`` for ``request.query``. Read-only."""
+    confidences = allowed_confidences(request.min_confidence)
+    agent_ids = list(dict.fromkeys(request.agent_ids))
+    pool = max(request.candidate_pool, request.top_k)
+    weights = request.weights
+
+    terms: list[str] = []
+    keyword_ids: list[str] = []
+    if request.query.strip() and weights.keyword > 0:
+        terms = keyword_terms(store, agent_ids, request.query, request.max_query_terms)
+        if terms:
+            keyword_ids = [hit.fact_id for hit in store.keyword_search(agent_ids, terms, pool, confidences)]
+
+    vector_ids: list[str] = []
+    vector_used = False
+    if embedder is not None and request.query.strip() and weights.vector > 0:
+        try:
+            query_vector = embedder.embed([request.query])[0]
+        except Exception:  # an unreachable embedder degrades recall to keyword + recency, never fails it
+            query_vector = None
+        if query_vector is not None:
+            vector_used = True
+            hits = store.vector_search(agent_ids, query_vector, embedder.model_id, pool, confidences)
+            vector_ids = [hit.fact_id for hit in hits]
+
+    recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
+
+    pool_ids = list(dict.fromkeys([*keyword_ids, *vector_ids, *recent_ids]))
+    facts = {f.id: f for f in store.get_facts(pool_ids) if f.live and f.kind == "fact"}
+    keyword_rank = {fid: i + 1 for i, fid in enumerate(f for f in keyword_ids if f in facts)}
+    vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in facts)}
+    by_age = sorted(facts.values(), key=_newest_first)
+    recency_rank = {f.id: i + 1 for i, f in enumerate(by_age)}
+
+    candidates = [
+        Candidate(fact, keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0))
+        for fid, fact in facts.items()
+    ]
+    results = fuse(
+        candidates,
+        weights=weights,
+        k=request.k,
+        top_k=request.top_k,
+        confidence_weight=request.confidence_weight,
+        min_relevance=request.min_relevance,
+    )
+    return RecallOutcome(results, terms, vector_used)
+
+
+def _newest_first(fact: Fact) -> tuple[float, str]:
+    return (-fact.created_at.timestamp(), fact.id)
