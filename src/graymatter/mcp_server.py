@@ -672,7 +672,9 @@ class GraymatterTools:
 
     def memory_add(self, args: MemoryAddArguments, provenance: Provenance) -> tuple[BaseModel, str]:
         agent_id = _agent_id(args.agent_id)
-        fact = self.memory.remember(agent_id, args.text, confidence=args.confidence, provenance=provenance)
+        fact = self.memory.remember(
+            agent_id, args.text, confidence=args.confidence or "inferred", provenance=provenance
+        )
         payload = MemoryAddResult(agent_id=agent_id, stored=True, fact_id=fact.id, confidence=fact.confidence)
         return payload, (
             f"Memory stored for agent {_quote(agent_id)} (fact {fact.id}, confidence {fact.confidence})."
@@ -735,15 +737,20 @@ class GraymatterTools:
         affected: list[str] = []
         link: LinkResult | None = None
         if action == "add":
-            fact = self.memory.remember(
-                agent, _required(args.text, "text", action), confidence=args.confidence, provenance=provenance
-            )
+            new_text = _required(args.text, "text", action)
+            label = args.confidence or "inferred"
+            fact = self.memory.remember(agent, new_text, confidence=label, provenance=provenance)
             fact_id, confidence = fact.id, fact.confidence
             text = f"Added fact for agent {_quote(agent)} (fact {fact.id})."
         elif action == "update":
             old = _required(args.target, "target", action)
             new = _required(args.text, "text", action)
-            revision = self.memory.revise(agent, old, new, confidence=args.confidence, provenance=provenance)
+            try:
+                revision = self.memory.revise(
+                    agent, old, new, confidence=args.confidence, provenance=provenance
+                )
+            except NotFound as exc:
+                raise ToolFailure(f"target fact not found: {_quote(old)}") from exc
             fact_id, confidence = revision.fact.id, revision.fact.confidence
             affected = list(revision.superseded_ids)
             text = (
@@ -765,7 +772,10 @@ class GraymatterTools:
             exact = args.target if args.target is not None else args.text
             exact = _required(exact, "target", action)
             operation: Callable[..., list[str]] = getattr(self.memory, action)
-            affected = list(operation(agent, exact))
+            try:
+                affected = list(operation(agent, exact))
+            except NotFound as exc:
+                raise ToolFailure(f"target fact not found: {_quote(exact)}") from exc
             if action == "forget":
                 text = f"Fact suppressed for agent {_quote(agent)} ({len(affected)} matching)."
             else:

@@ -242,10 +242,20 @@ def run_session(binary: Path, root: Path, steps: list[ScriptedCall], *, flip_fou
             **{flag: "1" for flag in OFFLINE_FLAGS},
         }
         command = [
-            str(binary), "run", "--pure", "--format", "json", "--print-logs", "--log-level", "DEBUG",
-            "--title", "graymatter gate", "--dir", str(dirs["work"]),
+            str(binary),
+            "run",
+            "--pure",
+            "--format",
+            "json",
+            "--print-logs",
+            "--log-level",
+            "DEBUG",
+            "--title",
+            "graymatter gate",
+            "--dir",
+            str(dirs["work"]),
             "Run the scripted graymatter checks.",
-        ]  # fmt: skip
+        ]
         done = subprocess.run(
             command, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300
         )

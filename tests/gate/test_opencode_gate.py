@@ -280,9 +280,16 @@ def _common_checks(run: GateRun) -> list[str]:
         answer = run.response_to(lists[0].get("id")) or {}
         names = sorted(t["name"] for t in (answer.get("result") or {}).get("tools", []))
         expected = sorted(
-            ["memory_search", "memory_search_batch", "memory_add", "memory_alias", "checkpoint_save",
-             "checkpoint_resume", "memory_reflect"]
-        )  # fmt: skip
+            [
+                "memory_search",
+                "memory_search_batch",
+                "memory_add",
+                "memory_alias",
+                "checkpoint_save",
+                "checkpoint_resume",
+                "memory_reflect",
+            ]
+        )
         if names != expected:
             problems.append(f"tools/list returned {names}")
     handshake = run.handshake()
