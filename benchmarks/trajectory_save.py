@@ -1,0 +1,129 @@
+"""Trajectory save cost at 100, 1,000 and 10,000 messages.
+
+tinyagent saves the whole trajectory after every turn, so this is a per-step cost that grows with the
+conversation. Measured in the same run, on the same data:
+
+- `serialise`: pydantic `model_dump_json` to bytes only (no I/O);
+- `tinyagent save`: `tinyagent.storage.save_trajectory` = serialise + exclusive private temp file +
+  fsync + rename + directory fsync (the durable, atomic path every checkpoint takes);
+- `baseline write`: what mini-swe-agent does (`json.dumps(..., indent=2)` of plain dicts, then
+  `Path.write_text`): not atomic, not fsynced; the ratio shows what atomicity + durability cost;
+- `load`: `tinyagent.storage.load_trajectory` (bounded read + JSON parse + schema validation), the
+  first thing `--resume` does.
+
+Messages are realistic turns: an assistant message with one bash call and a tool result of ~1.5 kB.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import cache_dir, latency_summary, print_table, time_calls
+
+SIZES = (100, 1_000, 10_000)
+REPEATS = {100: 41, 1_000: 21, 10_000: 7}
+QUICK_REPEATS = {100: 9, 1_000: 5, 10_000: 3}
+OUTPUT_LINE = "drwxr-xr-x  2 user user  4096 Nov 30 00:00 some-directory-name-with-a-length\n"
+
+
+def build_trajectory(messages: int) -> Any:
+    """A trajectory with `messages` messages (system + task + alternating assistant/tool)."""
+    from tinyagent.tools import TOOL_SPECS
+    from tinyagent.trajectory import Timing, Trajectory
+    from tinyagent.types import Message, ToolCall
+
+    history = [
+        Message(role="system", content="system prompt " * 80),
+        Message(role="user", content="the task"),
+    ]
+    turn = 0
+    while len(history) < messages:
+        call_id = f"call_{turn:06d}"
+        history.append(
+            Message(
+                role="assistant",
+                content=f"Step {turn}: let me look at the directory listing again.",
+                tool_calls=[
+                    ToolCall(id=call_id, name="bash", arguments=json.dumps({"command": f"ls -la dir{turn}"}))
+                ],
+            )
+        )
+        history.append(
+            Message(
+                role="tool", content="exit code: 0\n" + OUTPUT_LINE * 20, tool_call_id=call_id, name="bash"
+            )
+        )
+        turn += 1
+    history = history[:messages]
+    return Trajectory(
+        tinyagent_version="bench",
+        task="the task",
+        provider="scripted",
+        model="scripted",
+        system_prompt=history[0].content or "",
+        messages=history,
+        tools=list(TOOL_SPECS),
+        timing=Timing(started_at="2026-01-01T00:00:00.000Z"),
+    )
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Measure serialise / atomic save / naive write / load at each size; print and return the table."""
+    from tinyagent.storage import dump_trajectory, load_trajectory, save_trajectory
+
+    workdir = cache_dir() / "trajectory_save"
+    workdir.mkdir(parents=True, exist_ok=True)
+    repeats = QUICK_REPEATS if quick else REPEATS
+    rows: list[list[Any]] = []
+    details: dict[str, Any] = {}
+    for size in SIZES:
+        trajectory = build_trajectory(size)
+        ours = workdir / f"tinyagent-{size}.json"
+        naive = workdir / f"baseline-{size}.json"
+        plain = trajectory.model_dump(mode="json")
+        n = repeats[size]
+        serialise = time_calls(lambda t=trajectory: dump_trajectory(t), n)
+        save = time_calls(lambda t=trajectory, p=ours: save_trajectory(t, p), n)
+        baseline = time_calls(lambda d=plain, p=naive: Path(p).write_text(json.dumps(d, indent=2)), n)
+        load = time_calls(lambda p=ours: load_trajectory(p), n)
+        save_p50 = statistics.median(save) * 1000
+        base_p50 = statistics.median(baseline) * 1000
+        per_message_us = save_p50 * 1000 / size
+        rows.append(
+            [
+                f"{size:,}",
+                round(ours.stat().st_size / 1e6, 2),
+                round(statistics.median(serialise) * 1000, 2),
+                round(save_p50, 2),
+                round(base_p50, 2),
+                f"{save_p50 / base_p50:.2f}x",
+                round(per_message_us, 1),
+                round(statistics.median(load) * 1000, 2),
+            ]
+        )
+        details[str(size)] = {
+            "file_bytes": ours.stat().st_size,
+            "serialise": latency_summary(serialise),
+            "tinyagent_save": latency_summary(save),
+            "baseline_write": latency_summary(baseline),
+            "load": latency_summary(load),
+            "save_vs_baseline_ratio": round(save_p50 / base_p50, 3),
+        }
+    table = print_table(
+        "Trajectory save cost (medians; tinyagent save = atomic + fsync, baseline = mini-style write_text)",
+        [
+            "messages",
+            "file MB",
+            "serialise ms",
+            "tinyagent save ms",
+            "baseline write ms",
+            "save/baseline",
+            "save µs/message",
+            "load+validate ms",
+        ],
+        rows,
+    )
+    return {"table": table, "sizes": details, "repeats": repeats}
