@@ -23,7 +23,10 @@ A reply is a dict (all keys optional):
     finish        "stop" | "length" (Responses: "length" -> status incomplete)
     delay         seconds to sleep before answering
     fault         "429" | "500" | "503" | "malformed" | "drop" | "drop_mid_stream" | "stream_error"
+                  | "truncate" (stream ends cleanly but early, without its terminator)
                   | "status" (answer `status` with `error` body)
+    fault_at      streamed faults (drop_mid_stream, truncate, malformed, stream_error) happen before
+                  this event number (default 2: after the first two events, before any text)
     retry_after   Retry-After header value for a 429/503
     status, error HTTP status and error JSON for fault "status" (e.g. 404 model_not_found)
     split         streamed tool-call argument fragments per call (default 3; 1 = whole, Ollama style)
@@ -97,7 +100,8 @@ class RecordedRequest:
 def base_url_for(root: str, provider: str) -> str:
     """The base URL a provider client expects for a server rooted at `root` (no trailing slash).
 
-    OpenAI-style clients take a base that already ends in /v1; Anthropic and Ollama take the host.
+    OpenAI-style clients take a base that already ends in /v1; Anthropic takes the host, and so
+    does Ollama (like OLLAMA_HOST: tinyagent appends /v1 to a bare Ollama host).
     """
     if provider in ("anthropic", "ollama"):
         return root
@@ -169,7 +173,12 @@ class ProviderStub:
         return base_url_for(self.url, provider)
 
     def start(self) -> ProviderStub:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="provider-stub", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="provider-stub",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -323,13 +332,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if comments:
             self._chunk(f": stub keep-alive{nl}{nl}")
+        fault_at = int(reply.get("fault_at", 2))
         for sent, (name, data) in enumerate(events):
-            if fault == "drop_mid_stream" and sent == 2:
+            if fault == "drop_mid_stream" and sent == fault_at:
                 self.wfile.flush()
                 raise _Dropped
-            if fault == "malformed" and sent == 2:
+            if fault == "truncate" and sent == fault_at:
+                break  # a clean end of body without the stream's terminator event
+            if fault == "malformed" and sent == fault_at:
                 self._chunk(f"data: {{not json{nl}{nl}")
-            if fault == "stream_error" and sent == 2:
+            if fault == "stream_error" and sent == fault_at:
                 err = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
                 self._chunk(f"event: error{nl}data: {json.dumps(err)}{nl}{nl}")
                 break

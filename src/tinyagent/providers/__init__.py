@@ -169,14 +169,21 @@ def resolve_endpoint(
     info = _info(provider)
     environ = os.environ if env is None else env
     if flag_base_url:
-        return _checked(flag_base_url, "--base-url")
+        return _with_ollama_path(provider, _checked(flag_base_url, "--base-url"))
     if info.base_url_env and environ.get(info.base_url_env):
         if provider == "ollama":
             return _checked(_ollama_base(environ["OLLAMA_HOST"]), "OLLAMA_HOST")
         return _checked(environ[info.base_url_env], info.base_url_env)
     if config_value:
-        return _checked(config_value, "the configured base_url")
+        return _with_ollama_path(provider, _checked(config_value, "the configured base_url"))
     return info.default_base_url
+
+
+def _with_ollama_path(provider: str, url: str) -> str:
+    """Ollama serves the OpenAI-compatible API under /v1: a bare host URL gets it appended."""
+    if provider == "ollama" and urlsplit(url).path in ("", "/"):
+        return url.rstrip("/") + "/v1"
+    return url
 
 
 def resolve_api_key(
@@ -213,7 +220,7 @@ def get_provider(
     cls = getattr(importlib.import_module(module_name), class_name)
     if info.wire == "scripted":
         return cls(model=model, **options)
-    base = base_url or resolve_endpoint(name, env=env)
+    base = _with_ollama_path(name, base_url) if base_url else resolve_endpoint(name, env=env)
     key = api_key or resolve_api_key(name, env)
     if info.key_required and not key:
         raise ProviderAuthError(f"{name}: no API key; set {' or '.join(info.key_envs)}")

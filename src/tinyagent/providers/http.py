@@ -48,7 +48,7 @@ ERROR_BODY_LIMIT = 8 * 1024
 _KEYLIKE = re.compile(r"\b(sk|rk|pk|key|sess)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _MODEL_MISSING = re.compile(
     r"model_not_found|model.{0,80}(not found|does not exist|not a valid model|unknown)|"
-    r"(unknown|invalid|no such) model|not_found_error",
+    r"(unknown|invalid|no such|not a valid) model|not_found_error",
     re.IGNORECASE | re.DOTALL,
 )
 
