@@ -27,6 +27,8 @@ RECORDER = Path(__file__).resolve().with_name("stdio_recorder.py")
 PROVIDER_ID = "gatefixture"
 MODEL_ID = "gate-model"
 SERVER_NAME = "graymatter"
+GRAYMATTER = [sys.executable, "-m", "graymatter"]
+"""How the gate starts graymatter (the project's own interpreter, so no PATH lookup is involved)."""
 
 OFFLINE_FLAGS = (
     "OPENCODE_DISABLE_PROJECT_CONFIG",
@@ -142,14 +144,20 @@ class GateRun:
             "server_name": ((response.get("result") or {}).get("serverInfo") or {}).get("name"),
         }
 
-    def tool_call(self, step: ScriptedCall) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """The recorded tools/call with this step's tool name and arguments, and its response."""
+    def tool_call(
+        self, step: ScriptedCall, occurrence: int = 0
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The ``occurrence``-th recorded tools/call with this name and these arguments, and its answer."""
         tool = step.tool.removeprefix(f"{SERVER_NAME}_")
-        for request in self.client_requests("tools/call"):
-            params = request.get("params") or {}
-            if params.get("name") == tool and params.get("arguments") == step.arguments:
-                return request, self.response_to(request.get("id"))
-        return None, None
+        matches = [
+            request
+            for request in self.client_requests("tools/call")
+            if (request.get("params") or {}).get("name") == tool
+            and (request.get("params") or {}).get("arguments") == step.arguments
+        ]
+        if occurrence >= len(matches):
+            return None, None
+        return matches[occurrence], self.response_to(matches[occurrence].get("id"))
 
 
 def _seed_config_dir(config_home: Path) -> None:
@@ -219,7 +227,7 @@ def run_session(binary: Path, root: Path, steps: list[ScriptedCall], *, flip_fou
         path.mkdir(parents=True, exist_ok=True)
     _seed_config_dir(dirs["config"])
     mcp_log = root / ("invalid-mcp.jsonl" if flip_found else "valid-mcp.jsonl")
-    server = [sys.executable, "-m", "graymatter", "--no-daemon", "--dir", str(dirs["store"]), "mcp", "serve"]
+    server = [*GRAYMATTER, "--no-daemon", "--dir", str(dirs["store"]), "mcp", "serve"]
     recorder = [sys.executable, str(RECORDER), "--log", str(mcp_log)]
     if flip_found:
         recorder.append("--flip-found")
