@@ -66,11 +66,9 @@ def default_price(provider_name: str) -> PriceFn:
     def price(model: str, usage: Usage) -> float | None:
         if usage.cost_usd is not None:
             return usage.cost_usd
-        if provider_name == "ollama":
-            return 0.0
         from tinyagent.pricing import cost_for
 
-        return cost_for(model, usage)
+        return cost_for(model, usage, provider=provider_name)
 
     return price
 

@@ -29,7 +29,13 @@ from tinyagent.types import ToolCall, ToolSpec
 DEFAULT_TOOL_TIMEOUT = 60.0
 DEFAULT_OUTPUT_CAP = 20_000  # bytes of tool output shown to the model
 MAX_READ_BYTES = 2 * 1024 * 1024  # files larger than this are refused by read_file/edit_file
-SCRUBBED_ENV = ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "CODEX_API_KEY")
+SCRUBBED_ENV = (
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "CODEX_API_KEY",
+    "OLLAMA_API_KEY",
+)
 EXTRA_ENV = {
     "PAGER": "cat",
     "MANPAGER": "cat",

@@ -348,3 +348,15 @@ def test_agent_continues_an_existing_trajectory_with_cumulative_totals(tmp_path:
     assert restored.totals.input_tokens == 30
     assert len(provider.requests) == 2
     assert len(provider.requests[0]) == len(traj.messages)  # the whole restored history was sent
+
+
+def test_default_price_prefers_reported_cost_then_table_and_treats_ollama_as_free() -> None:
+    from tinyagent.loop import default_price
+    from tinyagent.types import Usage
+
+    usage = Usage(input_tokens=1_000_000, output_tokens=0)
+    assert default_price("openrouter")("anything", usage.model_copy(update={"cost_usd": 0.123})) == 0.123
+    assert default_price("ollama")("qwen2.5-coder:7b", usage) == 0.0
+    assert default_price("openai")("no-such-model-xyz", usage) is None
+    known = default_price("openai")("gpt-4.1-mini", usage)
+    assert known is not None and known > 0
