@@ -113,11 +113,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `tinyagent` console script; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.resume is not None:
-        from tinyagent.resume import run_resume
+    try:
+        if args.resume is not None:
+            from tinyagent.resume import run_resume
 
-        return run_resume(args)
-    return run_fresh(args)
+            return run_resume(args)
+        return run_fresh(args)
+    except KeyboardInterrupt:  # only before the run installs its own handlers: nothing was saved yet
+        print("tinyagent: interrupted before the run started; nothing was saved", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 def run_fresh(args: argparse.Namespace) -> int:

@@ -278,6 +278,10 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         output_cap = layer.output_cap if layer.output_cap is not None else output_cap
         request_timeout = layer.request_timeout if layer.request_timeout is not None else request_timeout
 
+    tool_timeout = float(pick("tool_timeout", float, DEFAULTS["tool_timeout"]))
+    if tool_timeout <= 0:
+        raise ConfigError("the tool timeout must be greater than 0 seconds")
+
     return Settings(
         provider=provider,
         model=model,
@@ -286,7 +290,7 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         step_limit=int(pick("step_limit", int, DEFAULTS["step_limit"])),
         cost_limit=float(pick("cost_limit", float, DEFAULTS["cost_limit"])),
         time_limit=float(pick("time_limit", float, DEFAULTS["time_limit"])),
-        tool_timeout=float(pick("tool_timeout", float, DEFAULTS["tool_timeout"])),
+        tool_timeout=tool_timeout,
         output_cap=int(output_cap),
         request_timeout=float(request_timeout),
         agents_md=agents_md,

@@ -147,13 +147,13 @@ class Agent:
             exhausted = self._exhausted(traj)
             if exhausted is not None:
                 return exhausted
-            traj.totals.steps += 1
-            step = traj.totals.steps
+            step = traj.totals.steps + 1
             self.reporter.step_started(step, traj.limits.step_limit)
             try:
                 self._phase = _QUERY
                 if self._stop is not None:  # a signal arrived just before the request
                     raise _Abort(*self._stop)
+                traj.totals.steps = step  # counted once the request is about to be sent
                 completion = self.provider.complete(traj.messages, traj.tools, stream=self.stream)
                 self._phase = _IDLE
             except _Abort as abort:

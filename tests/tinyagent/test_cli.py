@@ -260,7 +260,8 @@ def test_signal_during_a_tool_kills_it_and_saves_interrupted(tmp_path: Path, wor
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_during_a_model_request_stops_cleanly(tmp_path: Path, work: Path, signum: int) -> None:
-    script = write_script(tmp_path / "s.json", [BUSY, {"sleep": 60, **SUBMIT}])
+    record = tmp_path / "requests.jsonl"
+    script = write_script(tmp_path / "s.json", [BUSY, {"sleep": 60, **SUBMIT}], record=str(record))
     out = tmp_path / "run.json"
     proc = subprocess.Popen(
         tinyagent_cmd(
@@ -274,6 +275,11 @@ def test_signal_during_a_model_request_stops_cleanly(tmp_path: Path, work: Path,
     )
     try:
         _wait_for_line(proc, "step 2/100: querying the model")
+        deadline = time.monotonic() + 10  # wait until the second request is in flight
+        while time.monotonic() < deadline and (
+            not record.exists() or len(record.read_text().splitlines()) < 2
+        ):
+            time.sleep(0.02)
         proc.send_signal(signum)
         _stdout, stderr = proc.communicate(timeout=30)
     finally:
