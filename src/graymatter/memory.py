@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -57,6 +58,11 @@ def default_data_dir() -> Path:
     return Path(os.environ.get("GRAYMATTER_DIR") or DEFAULT_DIR)
 
 
+def _not_found(text: str) -> str:
+    shown = text if len(text) <= 120 else text[:117] + "..."
+    return f"target fact not found: {json.dumps(shown, ensure_ascii=False)}"
+
+
 class _KeyedEmbedder:
     """An embedder whose ``model_id`` also pins the vector dimension (``model/dim``)."""
 
@@ -91,6 +97,8 @@ class Memory:
         if store is None:
             store = open_store(data_dir if data_dir is not None else default_data_dir())
         self.store: Store = store
+        self.data_dir: Path | None = getattr(store, "data_dir", None)
+        """The store's directory (embedded SQLite), else ``None``."""
         self._closed = False
         self._threads: builtins.list[threading.Thread] = []
         self._threads_lock = threading.Lock()
@@ -384,7 +392,7 @@ class Memory:
         prov = check.provenance(provenance)
         targets = [f for f in self._targets(agent_id, old_text, ("fact", "alias")) if f.live]
         if not targets:
-            raise NotFound(f"no live fact of agent {agent_id!r} has exactly the target text")
+            raise NotFound(_not_found(old_text))
         if confidence is None:
             lowest = min((f.confidence for f in targets), key=lambda c: CONFIDENCE_LEVELS[c])
             label: Confidence = lowest if CONFIDENCE_LEVELS[lowest] < 0 else "inferred"
@@ -410,7 +418,7 @@ class Memory:
         text = self._text(text, "target")
         targets = [f for f in self._targets(agent_id, text, ("fact", "alias")) if f.live]
         if not targets:
-            raise NotFound(f"no live fact of agent {agent_id!r} has exactly the target text")
+            raise NotFound(_not_found(text))
         return self.store.supersede([f.id for f in targets], SUPERSEDED_BY_AGENT)
 
     def _set_pin(self, agent_id: str, text: str, pinned: bool) -> builtins.list[str]:
@@ -421,7 +429,7 @@ class Memory:
         if not live:
             if matches:
                 raise InvalidInput(f"cannot {'pin' if pinned else 'unpin'} a superseded fact")
-            raise NotFound(f"no live fact of agent {agent_id!r} has exactly the target text")
+            raise NotFound(_not_found(text))
         self.store.set_pinned([f.id for f in live], pinned, utcnow())
         return [f.id for f in live]
 
