@@ -70,6 +70,20 @@ def build_trajectory(messages: int) -> Any:
     )
 
 
+def filesystem_of(path: Path) -> str:
+    """The filesystem type holding `path` (from /proc/mounts; 'unknown' elsewhere)."""
+    best, kind = "", "unknown"
+    try:
+        with open("/proc/mounts", encoding="utf-8") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if len(fields) >= 3 and str(path).startswith(fields[1]) and len(fields[1]) > len(best):
+                    best, kind = fields[1], fields[2]
+    except OSError:
+        pass
+    return kind
+
+
 def run(quick: bool) -> dict[str, Any]:
     """Measure serialise / atomic save / naive write / load at each size; print and return the table."""
     from tinyagent.storage import dump_trajectory, load_trajectory, save_trajectory
@@ -85,6 +99,8 @@ def run(quick: bool) -> dict[str, Any]:
         naive = workdir / f"baseline-{size}.json"
         plain = trajectory.model_dump(mode="json")
         n = repeats[size]
+        save_trajectory(trajectory, ours)  # warm-up: file exists, page cache and directory entry primed
+        Path(naive).write_text(json.dumps(plain, indent=2))
         serialise = time_calls(lambda t=trajectory: dump_trajectory(t), n)
         save = time_calls(lambda t=trajectory, p=ours: save_trajectory(t, p), n)
         baseline = time_calls(lambda d=plain, p=naive: Path(p).write_text(json.dumps(d, indent=2)), n)
@@ -126,4 +142,6 @@ def run(quick: bool) -> dict[str, Any]:
         ],
         rows,
     )
-    return {"table": table, "sizes": details, "repeats": repeats}
+    filesystem = filesystem_of(workdir.resolve())
+    print(f"(files written under {workdir} on {filesystem}; fsync cost depends on the disk)")
+    return {"table": table, "sizes": details, "repeats": repeats, "filesystem": filesystem}
