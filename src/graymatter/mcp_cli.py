@@ -25,11 +25,13 @@ def register(subparsers: Any) -> None:
     serve = mcp_commands.add_parser(
         "serve",
         help="run the MCP server (stdio unless --http is given)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description=(
-            "Run the MCP server. Without --http it speaks MCP over stdin/stdout, which is what MCP clients "
-            "spawn. With --http it serves streamable HTTP at http://HOST:PORT/mcp behind a bearer token "
-            "(--token, else $GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token, created once). "
-            "--no-daemon is accepted: the store needs no daemon."
+            "Run the MCP server. Without --http it speaks MCP over stdin/stdout (what MCP clients\n"
+            "spawn). With --http it serves streamable HTTP at http://HOST:PORT/mcp behind a bearer\n"
+            "token: --token, else $GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token\n"
+            "(created once, mode 0600). The global --no-daemon flag is accepted and changes\n"
+            "nothing: the store needs no daemon."
         ),
     )
     serve.add_argument(
@@ -46,11 +48,8 @@ def register(subparsers: Any) -> None:
     serve.set_defaults(func=run_serve)
 
 
-def _data_dir(args: argparse.Namespace, memory: Any) -> Path:
-    """Where the HTTP token file lives: the store's data directory."""
-    for candidate in (getattr(memory, "data_dir", None), getattr(args, "dir", None)):
-        if candidate:
-            return Path(candidate)
+def _data_dir(args: argparse.Namespace) -> Path:
+    """The data directory (``--dir``, ``$GRAYMATTER_DIR``, ``./.graymatter``): home of the token file."""
     from graymatter.cli import resolve_data_dir
 
     return Path(resolve_data_dir(args))
@@ -89,7 +88,7 @@ def _serve_http(args: argparse.Namespace, memory: Any) -> int:
     from graymatter.http_security import SecurityMiddleware, build_policy, parse_bind, resolve_token
 
     host, port = parse_bind(args.http)
-    token = None if args.no_auth else resolve_token(_data_dir(args, memory), args.token)
+    token = None if args.no_auth else resolve_token(_data_dir(args), args.token)
     policy = build_policy(host, port, token=token, no_auth=args.no_auth)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)

@@ -28,6 +28,8 @@ PROVIDER_ID = "gatefixture"
 MODEL_ID = "gate-model"
 SERVER_NAME = "graymatter"
 GRAYMATTER = [sys.executable, "-m", "graymatter"]
+REPORT: list[str] = []
+"""Case tables of this pytest run, printed in the terminal summary by tests/gate/conftest.py."""
 """How the gate starts graymatter (the project's own interpreter, so no PATH lookup is involved)."""
 
 OFFLINE_FLAGS = (

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from gate.fixture_model import ScriptedCall
-from gate.opencode import OPENCODE_VERSION, REPO_ROOT, GateRun, ensure_opencode, run_session
+from gate.opencode import OPENCODE_VERSION, REPO_ROOT, REPORT, GateRun, ensure_opencode, run_session
 
 pytestmark = [pytest.mark.gate, pytest.mark.timeout(900)]
 
@@ -280,9 +280,11 @@ def judge(run: GateRun, cases: list[Case], *, negative: bool = False) -> tuple[l
 def _print_table(title: str, rows: list[list[str]]) -> None:
     header = ["Case", "MCP result", "OpenCode result"]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
-    print(f"\n{title}")
-    for row in [header, ["-" * w for w in widths], *rows]:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
+    lines = [title] + [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in [header, ["-" * w for w in widths], *rows]
+    ]
+    REPORT.append("\n".join(lines) + "\n")
 
 
 def _common_checks(run: GateRun) -> list[str]:

@@ -141,6 +141,19 @@ def connect(request: pytest.FixtureRequest) -> ClientFactory:
     return over_http
 
 
+class Helpers:
+    """Subprocess helpers for test modules (conftest modules cannot be imported by name here)."""
+
+    command = staticmethod(graymatter_command)
+    env = staticmethod(server_env)
+    HttpServer = HttpServer
+
+
+@pytest.fixture(scope="session")
+def gm() -> type[Helpers]:
+    return Helpers
+
+
 @pytest.fixture
 def agent() -> str:
     """A fresh agent id, so tests sharing one HTTP server never see each other's data."""

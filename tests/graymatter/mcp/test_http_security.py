@@ -74,9 +74,14 @@ def test_valid_token_reaches_the_app_with_safe_headers() -> None:
 
 @pytest.mark.parametrize(
     "headers",
-    [{}, {"Authorization": "Bearer wrong-token-value-123"}, {"Authorization": f"Basic {TOKEN}"},
-     {"Authorization": "Bearer"}, {"Authorization": f"Bearer {TOKEN}x"}],
-)  # fmt: skip
+    [
+        {},
+        {"Authorization": "Bearer wrong-token-value-123"},
+        {"Authorization": f"Basic {TOKEN}"},
+        {"Authorization": "Bearer"},
+        {"Authorization": f"Bearer {TOKEN}x"},
+    ],
+)
 def test_missing_or_wrong_token_is_refused(headers: dict[str, str]) -> None:
     response = request(gate(), "POST", "http://127.0.0.1:8765/mcp", headers=headers, content=b"{}")
     assert response.status_code == 401
@@ -218,9 +223,14 @@ def test_truncated_token_file_is_refused_not_rewritten(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("address", "expected"),
-    [("127.0.0.1:8765", ("127.0.0.1", 8765)), (":0", ("127.0.0.1", 0)), ("[::1]:9", ("::1", 9)),
-     ("0.0.0.0:80", ("0.0.0.0", 80)), ("localhost:1", ("localhost", 1))],
-)  # fmt: skip
+    [
+        ("127.0.0.1:8765", ("127.0.0.1", 8765)),
+        (":0", ("127.0.0.1", 0)),
+        ("[::1]:9", ("::1", 9)),
+        ("0.0.0.0:80", ("0.0.0.0", 80)),
+        ("localhost:1", ("localhost", 1)),
+    ],
+)
 def test_parse_bind(address: str, expected: tuple[str, int]) -> None:
     assert parse_bind(address) == expected
 
