@@ -141,22 +141,26 @@ def _info(name: str) -> ProviderInfo:
 
 
 def _ollama_base(host: str) -> str:
-    """OLLAMA_HOST ("host", "host:port", "http://host:port", with or without /v1) -> base URL with /v1."""
+    """OLLAMA_HOST -> base URL with /v1, following Ollama's own rules.
+
+    Without a scheme it is `host[:port]` over http with port 11434 by default; with an explicit
+    scheme the URL's own default port applies (80/443), exactly as the ollama CLI reads it.
+    """
     value = host.strip().rstrip("/")
     if "://" not in value:
         value = "http://" + value
+        parts = urlsplit(value)
+        try:
+            port = parts.port
+        except ValueError:
+            raise InvalidEndpointError(f"OLLAMA_HOST is not a valid host[:port]: {host!r}") from None
+        if port is None:
+            value = f"http://{parts.netloc}:11434{parts.path}"
     parts = urlsplit(value)
-    netloc = parts.netloc or "localhost"
-    try:
-        port = parts.port
-    except ValueError:
-        raise InvalidEndpointError(f"OLLAMA_HOST is not a valid host[:port]: {host!r}") from None
-    if port is None:
-        netloc = f"{netloc}:11434"
     path = parts.path.rstrip("/")
     if not path.endswith("/v1"):
         path += "/v1"
-    return f"{parts.scheme}://{netloc}{path}"
+    return f"{parts.scheme}://{parts.netloc}{path}"
 
 
 def resolve_endpoint(
