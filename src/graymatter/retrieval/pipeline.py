@@ -1,10 +1,12 @@
 """The recall pipeline: candidates from each signal, ranks, fusion. Backend-neutral.
 
 1. Alias facts of the searched namespaces expand the query terms (aliases are never candidates).
-2. Keyword: stop-words dropped, rarest ``max_query_terms`` kept, BM25 over the store's full-text index.
+2. Keyword: stop-words dropped, rarest ``max_query_terms`` kept, BM25 over the store's full-text index,
+   plus a phrase bonus and conversation context from neighbouring facts (see :mod:`.keyword`).
 3. Vector: cosine over stored vectors, when an embedder is configured and the query embeds.
 4. Recency: the candidate pool (keyword ∪ vector ∪ the newest ``recency_pool`` facts) ranked by age,
-   newest first. Age runs from ``created_at`` (see docs/decisions/0002-recall-ranking.md).
+   newest first, at a one-hour resolution when a relevance signal exists (see :mod:`.recency`). Age runs
+   from ``created_at`` (see docs/decisions/0002-recall-ranking.md).
 5. Fusion (RRF, k=60) with the confidence factor, total order, dedup, min-relevance, top-k.
 
 Superseded facts never reach step 2-4: backends only index live facts.
@@ -16,10 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..models import CONFIDENCE_LEVELS, Confidence, Fact, SignalWeights
+from ..models import CONFIDENCE_LEVELS, Confidence, SignalWeights
 from ..store.base import Store
 from .fusion import Candidate, Fused, fuse
+from .keyword import keyword_scores
 from .query import expand_with_aliases, query_terms, select_terms
+from .recency import DEFAULT_RESOLUTION_S, recency_ranks
 
 
 class QueryEmbedder(Protocol):
@@ -45,6 +49,7 @@ class RecallRequest:
     candidate_pool: int = 100
     recency_pool: int = 50
     max_query_terms: int = 8
+    recency_resolution_s: float = DEFAULT_RESOLUTION_S
 
 
 @dataclass(frozen=True)
@@ -85,11 +90,10 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     weights = request.weights
 
     terms: list[str] = []
-    keyword_ids: list[str] = []
+    keyword_score: dict[str, float] = {}
     if request.query.strip() and weights.keyword > 0:
         terms = keyword_terms(store, agent_ids, request.query, request.max_query_terms)
-        if terms:
-            keyword_ids = [hit.fact_id for hit in store.keyword_search(agent_ids, terms, pool, confidences)]
+        keyword_score = keyword_scores(store, agent_ids, request.query, terms, pool, confidences)
 
     vector_ids: list[str] = []
     vector_used = False
@@ -105,12 +109,19 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
 
     recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
 
-    pool_ids = list(dict.fromkeys([*keyword_ids, *vector_ids, *recent_ids]))
+    pool_ids = list(dict.fromkeys([*keyword_score, *vector_ids, *recent_ids]))
     facts = {f.id: f for f in store.get_facts(pool_ids) if f.live and f.kind == "fact"}
-    keyword_rank = {fid: i + 1 for i, fid in enumerate(f for f in keyword_ids if f in facts)}
+    keyword_order = sorted(
+        (fid for fid in keyword_score if fid in facts),
+        key=lambda fid: (-keyword_score[fid], facts[fid].created_at, fid),
+    )
+    keyword_rank = {fid: i + 1 for i, fid in enumerate(keyword_order)}
     vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in facts)}
-    by_age = sorted(facts.values(), key=_newest_first)
-    recency_rank = {f.id: i + 1 for i, f in enumerate(by_age)}
+    recency_rank = recency_ranks(
+        facts.values(),
+        resolution_s=request.recency_resolution_s,
+        exact=not keyword_rank and not vector_rank,
+    )
 
     candidates = [
         Candidate(fact, keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0))
@@ -125,7 +136,3 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         min_relevance=request.min_relevance,
     )
     return RecallOutcome(results, terms, vector_used)
-
-
-def _newest_first(fact: Fact) -> tuple[float, str]:
-    return (-fact.created_at.timestamp(), fact.id)

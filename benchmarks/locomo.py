@@ -1,0 +1,132 @@
+"""LoCoMo turn retrieval (development split): hit@10 and MRR, overall and per category.
+
+Every turn of a conversation is stored as one fact ``"<speaker>: <text>"`` (one store and agent per
+conversation, turns written in conversation order); each question of categories 1-4 with evidence is
+recalled and scored against its evidence turns. Compared in the same run with an independent plain
+SQLite FTS5 BM25 baseline (the reference figure's method). The data is read from the shared
+bench-data folder at run time and never copied into the repository.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bm25_baseline import BM25Index
+from benchmarks.harness import cache_dir, print_table
+from benchmarks.locomo_data import CATEGORY_NAMES, Conversation, Ranker, Scores, evaluate, load_conversations
+
+K = 10
+DEPTH = 50  # ranks scored for MRR (hit@10 uses the first 10)
+REFERENCE = {"bm25_hit_at_10": 0.671, "bm25_mrr": 0.453, "best_fusion_hit_at_10": 0.680}
+TARGET = {"hit_at_10": 0.72, "mrr": 0.50}
+
+
+def _bm25_system(conv: Conversation) -> Ranker:
+    index = BM25Index([t.fact_text for t in conv.turns])
+    ids = [t.dia_id for t in conv.turns]
+    return lambda query: [ids[i] for i in index.search(query, DEPTH)]
+
+
+def _graymatter_system(label: str, **recall_options: Any) -> Callable[[Conversation], Ranker]:
+    from graymatter import Memory
+    from graymatter.config import MemoryConfig
+
+    def build(conv: Conversation) -> Ranker:
+        directory = cache_dir() / "locomo" / label / conv.sample_id
+        memory = Memory(directory, config=MemoryConfig(async_consolidate=False), embedder=None)
+        by_text: dict[str, list[str]] = {}
+        for turn in conv.turns:
+            by_text.setdefault(turn.fact_text, []).append(turn.dia_id)
+        if not memory.list(conv.sample_id):
+            memory.remember_many(conv.sample_id, [t.fact_text for t in conv.turns])
+
+        def rank(query: str) -> list[str]:
+            hits = memory.recall(conv.sample_id, query, top_k=DEPTH, **recall_options)
+            ranked: list[str] = []
+            for hit in hits:
+                ranked.extend(by_text[hit.text])  # identical turn texts are deduplicated by recall
+            return ranked
+
+        _open.append(memory)
+        return rank
+
+    return build
+
+
+_open: list[Any] = []
+
+
+def _close_all() -> None:
+    while _open:
+        _open.pop().close()
+
+
+def _row(label: str, scores: Scores, seconds: float, queries: int) -> list[object]:
+    overall = scores.overall()
+    per = scores.by_category()
+    row: list[object] = [label, overall["hit_at_k"], overall["mrr"]]
+    for category in CATEGORY_NAMES:
+        cat = per.get(category, {"hit_at_k": 0.0, "mrr": 0.0})
+        row.append(f"{cat['hit_at_k']:.3f} / {cat['mrr']:.3f}")
+    row.append(round(seconds / max(queries, 1) * 1000, 2))
+    return row
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Evaluate the baseline and graymatter's default offline recall on the LoCoMo development split."""
+    conversations = load_conversations()
+    if quick:
+        conversations = conversations[:1]
+    from graymatter.models import SignalWeights
+
+    systems: list[tuple[str, Callable[[Conversation], Ranker]]] = [
+        ("FTS5 BM25 baseline (same run)", _bm25_system),
+        ("graymatter default (keyword-only, offline)", _graymatter_system("default")),
+        (
+            "graymatter keyword signal alone (weights 1/0/0)",
+            _graymatter_system("keyword", weights=SignalWeights(keyword=1.0, vector=0.0, recency=0.0)),
+        ),
+    ]
+    queries = sum(len(c.questions) for c in conversations)
+    results: dict[str, Any] = {"conversations": [c.sample_id for c in conversations], "questions": queries}
+    rows = []
+    try:
+        for label, build in systems:
+            start = time.perf_counter()
+            scores = evaluate(conversations, build, K)
+            elapsed = time.perf_counter() - start
+            rows.append(_row(label, scores, elapsed, queries))
+            results[label] = {
+                "overall": scores.overall(),
+                "by_category": {CATEGORY_NAMES[c]: v for c, v in scores.by_category().items()},
+                "ms_per_question_incl_indexing": round(elapsed / max(queries, 1) * 1000, 3),
+            }
+    finally:
+        _close_all()
+    counts = {
+        CATEGORY_NAMES[c]: sum(q.category == c for conv in conversations for q in conv.questions)
+        for c in CATEGORY_NAMES
+    }
+    headers = ["system", "hit@10", "MRR"]
+    headers += [f"{CATEGORY_NAMES[c]} (n={counts[CATEGORY_NAMES[c]]}) hit/MRR" for c in CATEGORY_NAMES]
+    headers.append("ms/question")
+    table = print_table(
+        f"LoCoMo turn retrieval, {len(conversations)} conversations, {queries} questions", headers, rows
+    )
+    default = results["graymatter default (keyword-only, offline)"]["overall"]
+    results["target"] = TARGET
+    results["reference"] = REFERENCE
+    results["target_met"] = bool(
+        default["hit_at_k"] >= TARGET["hit_at_10"] and default["mrr"] >= TARGET["mrr"]
+    )
+    print(
+        f"\ntarget hit@10 >= {TARGET['hit_at_10']} and MRR >= {TARGET['mrr']} (default config): "
+        f"{'met' if results['target_met'] else 'NOT met'}"
+        + (" (quick run: one conversation only)" if quick else "")
+    )
+    results["tables"] = [table]
+    results["data"] = str(Path(conversations and "locomo-dev.json"))
+    return results
