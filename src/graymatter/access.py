@@ -38,6 +38,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .errors import GraymatterError
+from .models import SHARED_AGENT_ID, Provenance
+
 ALL_AGENTS = "*"
 TOKEN_PREFIX = "gm_"
 DEFAULT_TOKEN_ID = "default"
@@ -47,14 +50,10 @@ _TOKEN_RE = re.compile(r"^gm_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 AccessMode = Literal["read", "read-write"]
 
 
-class AccessDenied(Exception):
+class AccessDenied(GraymatterError):
     """The authenticated principal may not perform this operation on this agent namespace (HTTP 403)."""
 
     code = "forbidden"
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class InvalidToken(ValueError):
@@ -165,6 +164,8 @@ def _row_to_record(row: tuple[Any, ...]) -> tuple[TokenRecord, str]:
         created_at = datetime.fromisoformat(created_at)
     if isinstance(revoked_at, str):
         revoked_at = datetime.fromisoformat(revoked_at)
+    created_at = created_at.astimezone(UTC)
+    revoked_at = revoked_at.astimezone(UTC) if revoked_at is not None else None
     agent_list = agents.split("\n") if isinstance(agents, str) else list(agents)
     record = TokenRecord(
         id=token_id,
@@ -412,3 +413,130 @@ def require(agent_id: str, *, write: bool) -> None:
     principal = _current_principal.get()
     if principal is not None:
         principal.check(agent_id, write=write)
+
+
+# Memory methods whose first argument is an agent id, and whether they write.
+_AGENT_METHODS: dict[str, bool] = {
+    "recall": False,
+    "recall_explain": False,
+    "recall_batch": False,
+    "list": False,
+    "aliases": False,
+    "links": False,
+    "stats": False,
+    "checkpoint_latest": False,
+    "checkpoint_get": False,
+    "checkpoint_list": False,
+    "remember": True,
+    "remember_many": True,
+    "alias": True,
+    "revise": True,
+    "forget": True,
+    "pin": True,
+    "unpin": True,
+    "link": True,
+    "checkpoint_save": True,
+    "consolidate": True,
+}
+_SHARED_METHODS: dict[str, bool] = {"recall_shared": False, "remember_shared": True}
+_PASS_THROUGH = {"config", "data_dir", "embedding_model", "close", "wait_for_background", "summariser"}
+
+
+class ScopedMemory:
+    """A :class:`graymatter.Memory` view that enforces the request's bound :class:`Principal`.
+
+    Every agent-scoped call is checked before it reaches the engine (so a refused call changes nothing),
+    recall scopes ``shared``/``all`` also need ``__shared__``, and writes record the principal's token id
+    in their provenance. Without a bound principal (local interfaces) calls pass unchanged.
+    """
+
+    def __init__(self, memory: Any) -> None:
+        self._memory = memory
+
+    @property
+    def memory(self) -> Any:
+        return self._memory
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._memory, name)
+        if name in _AGENT_METHODS:
+            return self._guard(target, _AGENT_METHODS[name], shared=False)
+        if name in _SHARED_METHODS:
+            return self._guard(target, _SHARED_METHODS[name], shared=True)
+        if name in _PASS_THROUGH or not callable(target):
+            return target
+        if name in {"agents", "export", "import_bundle", "get", "reembed_pending"}:
+            return getattr(self, f"_scoped_{name}")
+        raise AttributeError(f"{name} is not available through a scoped memory")
+
+    def _guard(self, method: Any, write: bool, *, shared: bool) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            principal = _current_principal.get()
+            if principal is not None:
+                if shared:
+                    principal.check(SHARED_AGENT_ID, write=write)
+                else:
+                    agent = args[0] if args else kwargs.get("agent_id")
+                    if isinstance(agent, str):
+                        principal.check(agent, write=write)
+                        scope = kwargs.get("scope", "agent")
+                        if scope in ("shared", "all"):
+                            principal.check(SHARED_AGENT_ID, write=write)
+                if write and "provenance" in _accepts(method):
+                    kwargs["provenance"] = _stamp(kwargs.get("provenance"), principal)
+            return method(*args, **kwargs)
+
+        return call
+
+    def _scoped_agents(self) -> list[str]:
+        principal = _current_principal.get()
+        agents = self._memory.agents()
+        return agents if principal is None else [a for a in agents if principal.can_read(a)]
+
+    def _scoped_export(self, agent_id: str | None = None) -> Any:
+        principal = _current_principal.get()
+        if principal is not None:
+            if agent_id is None and not principal.all_agents:
+                raise AccessDenied(f"token {principal.token_id} may only export its own namespaces")
+            if agent_id is not None:
+                principal.check(agent_id, write=False)
+        return self._memory.export(agent_id)
+
+    def _scoped_import_bundle(self, bundle: Any) -> Any:
+        principal = _current_principal.get()
+        if principal is not None and not principal.all_agents:
+            raise AccessDenied(f"token {principal.token_id} may not import (needs access to every namespace)")
+        if principal is not None:
+            principal.check(SHARED_AGENT_ID, write=True)
+        return self._memory.import_bundle(bundle)
+
+    def _scoped_get(self, fact_id: str) -> Any:
+        fact = self._memory.get(fact_id)
+        require(fact.agent_id, write=False)
+        return fact
+
+    def _scoped_reembed_pending(self, *args: Any, **kwargs: Any) -> Any:
+        principal = _current_principal.get()
+        if principal is not None and not (principal.all_agents and principal.access == "read-write"):
+            raise AccessDenied(f"token {principal.token_id} may not re-embed the store")
+        return self._memory.reembed_pending(*args, **kwargs)
+
+
+def _accepts(method: Any) -> set[str]:
+    import inspect
+
+    try:
+        return set(inspect.signature(method).parameters)
+    except (TypeError, ValueError):
+        return set()
+
+
+def _stamp(provenance: Any, principal: Principal) -> Provenance:
+    """The caller's provenance with the principal's token id recorded."""
+    if provenance is None:
+        base = Provenance(interface="rest")
+    elif isinstance(provenance, Provenance):
+        base = provenance
+    else:
+        base = Provenance.model_validate(provenance)
+    return base.model_copy(update={"token_id": principal.token_id})
