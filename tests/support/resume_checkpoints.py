@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tinyagent.tools import TOOL_SPECS, toolset_sha256
@@ -73,10 +77,14 @@ def make_checkpoint(
         system_prompt=system_prompt,
         messages=messages,
         tools=list(TOOL_SPECS),
-        totals=Totals(steps=steps, input_tokens=100 * steps, output_tokens=10 * steps, cost_usd=0.001 * steps),
+        totals=Totals(
+            steps=steps, input_tokens=100 * steps, output_tokens=10 * steps, cost_usd=0.001 * steps
+        ),
         limits=Limits(step_limit=steps),
         exit_status=status,
-        timing=Timing(started_at="2026-11-30T00:00:00Z", ended_at="2026-11-30T00:01:00Z", elapsed_seconds=60.0),
+        timing=Timing(
+            started_at="2026-11-30T00:00:00Z", ended_at="2026-11-30T00:01:00Z", elapsed_seconds=60.0
+        ),
         resume=ResumeMetadata(
             cwd=cwd,
             agents_md=agents_md,  # type: ignore[arg-type]
@@ -94,3 +102,87 @@ def checkpoint_bytes(trajectory: Trajectory) -> bytes:
 def checkpoint_document(trajectory: Trajectory) -> dict[str, Any]:
     """The parsed JSON form, for structural corruption."""
     return json.loads(checkpoint_bytes(trajectory))
+
+
+# ------------------------------------------------------------------------------------------------
+# Running the real CLI
+
+API_KEY = "sk-test-KEY-never-in-files-91c2"
+
+
+def cli_env(root: Path, **extra: str) -> dict[str, str]:
+    """A minimal, isolated environment: temp HOME/XDG dirs, fake keys, nothing from the host."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(root / "home"),
+        "XDG_CONFIG_HOME": str(root / "xdg-config"),
+        "XDG_STATE_HOME": str(root / "xdg-state"),
+        "OPENAI_API_KEY": API_KEY,
+        "ANTHROPIC_API_KEY": API_KEY,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+    env.update(extra)
+    return env
+
+
+def run_tinyagent(
+    *args: object, env: dict[str, str], cwd: Path, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run `python -m tinyagent ARGS` as a real subprocess and capture its output."""
+    return subprocess.run(
+        [sys.executable, "-m", "tinyagent", *(str(a) for a in args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def bash_call(marker: str, call_id: str | None = None) -> dict[str, Any]:
+    """A stub/scripted tool call that appends `marker` to calls.log and echoes it (with SECRET)."""
+    call: dict[str, Any] = {
+        "name": "bash",
+        "arguments": {"command": f"echo {marker} | tee -a calls.log; echo {SECRET}"},
+    }
+    if call_id is not None:
+        call["id"] = call_id
+    return call
+
+
+def submit_call(answer: str = "all done", call_id: str | None = None) -> dict[str, Any]:
+    call: dict[str, Any] = {"name": "submit", "arguments": {"answer": answer}}
+    if call_id is not None:
+        call["id"] = call_id
+    return call
+
+
+def executed_markers(project: Path) -> list[str]:
+    """The markers the bash tool actually executed in `project`, in order."""
+    log = project / "calls.log"
+    return log.read_text(encoding="utf-8").split() if log.exists() else []
+
+
+def assert_refused(
+    result: subprocess.CompletedProcess[str],
+    category: str,
+    *,
+    source: Path | None = None,
+    source_bytes: bytes | None = None,
+    output: Path | None = None,
+) -> str:
+    """A clean refusal: exit 2, exactly one stderr line naming `category`, no leak, nothing written."""
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"tinyagent: cannot resume: {category}: "), lines[0]
+    assert "Traceback" not in result.stderr
+    assert SECRET not in result.stderr and API_KEY not in result.stderr
+    assert result.stdout == ""
+    if source is not None and source_bytes is not None:
+        assert source.read_bytes() == source_bytes
+    if output is not None:
+        assert not os.path.lexists(output)
+    return lines[0]

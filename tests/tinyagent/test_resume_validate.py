@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from support.resume_checkpoints import (
     SECRET,
     Call,
@@ -19,7 +20,6 @@ from support.resume_checkpoints import (
     make_checkpoint,
     turn_messages,
 )
-
 from tinyagent.resume import MAX_CHECKPOINT_BYTES, ResumeRefused, validate_checkpoint
 from tinyagent.trajectory import ExitStatus, Trajectory
 from tinyagent.types import Message
@@ -59,7 +59,11 @@ def test_valid_checkpoint_round_trips_exactly() -> None:
 def test_multiple_calls_per_turn_and_repeated_ids_across_turns_are_accepted() -> None:
     turns = [
         [Call("call_0"), Call("call_1", name="read_file", arguments={"path": "a"})],
-        [Call("call_0"), Call("call_1"), Call("call_2", name="write_file", arguments={"path": "b", "content": ""})],
+        [
+            Call("call_0"),
+            Call("call_1"),
+            Call("call_2", name="write_file", arguments={"path": "b", "content": ""}),
+        ],
         [Call("call_0")],
     ]
     trajectory = validate_checkpoint(checkpoint_bytes(make_checkpoint(turns)))
@@ -179,7 +183,7 @@ def test_schema_invalid_names_the_field_but_not_foreign_keys() -> None:
         (("totals", "cost_usd"), "0.1"),
         (("messages", 2, "role"), "developer"),
         (("messages", 2, "tool_calls"), {}),
-        (("exit_status", ), "Completed"),
+        (("exit_status",), "Completed"),
         (("task",), None),
         (("resume", "cwd"), 5),
         (("resume", "agents_md"), "always"),
@@ -249,7 +253,9 @@ def test_tokens_without_steps_are_refused() -> None:
     assert refusal(checkpoint_bytes(trajectory)).category == "invalid counters"
 
 
-@pytest.mark.parametrize(("field", "value"), [("step_limit", -1), ("time_limit", -2.0), ("cost_limit", 1e999)])
+@pytest.mark.parametrize(
+    ("field", "value"), [("step_limit", -1), ("time_limit", -2.0), ("cost_limit", 1e999)]
+)
 def test_invalid_limits_are_refused(field: str, value: Any) -> None:
     document = checkpoint_document(VALID)
     document["limits"][field] = value
@@ -399,7 +405,16 @@ def _structural_corruptions() -> st.SearchStrategy[tuple[str, Any]]:
 
 
 _COUNTERS = ["steps", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd"]
-_REQUIRED_KEYS = ["task", "model", "provider", "system_prompt", "messages", "tools", "timing", "tinyagent_version"]
+_REQUIRED_KEYS = [
+    "task",
+    "model",
+    "provider",
+    "system_prompt",
+    "messages",
+    "tools",
+    "timing",
+    "tinyagent_version",
+]
 _WRONG_TYPES: list[tuple[tuple[Any, ...], Any]] = [
     (("totals", "steps"), "1"),
     (("totals", "steps"), 1.5),
@@ -451,7 +466,11 @@ def _apply(document: dict[str, Any], corruption: tuple[str, Any]) -> dict[str, A
         del doc[arg]
     elif kind == "dangling_call":
         messages.append(
-            {"role": "assistant", "content": None, "tool_calls": [{"id": arg, "name": "bash", "arguments": "{}"}]}
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": arg, "name": "bash", "arguments": "{}"}],
+            }
         )
         doc["totals"]["steps"] += 1
     elif kind == "orphan_result":
