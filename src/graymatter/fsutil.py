@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import stat
 from pathlib import Path
 
 from .errors import StoreUnavailable
@@ -16,6 +15,8 @@ FILE_MODE = 0o600
 
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (mode 0700) if missing and check that it is a usable directory.
+
+    An existing directory keeps the permissions its owner gave it.
 
     Raises ``StoreUnavailable`` with an actionable one-line message when a file sits where the
     directory should be or when the directory cannot be created or written.
@@ -36,11 +37,6 @@ def ensure_private_dir(path: Path) -> Path:
             ) from None
         except OSError as exc:
             raise StoreUnavailable(f"cannot create data directory {path}: {exc.strerror or exc}") from None
-    else:
-        info = path.stat()
-        if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
-            with contextlib.suppress(OSError):
-                path.chmod(DIR_MODE)
     if not os.access(path, os.W_OK | os.X_OK):
         raise StoreUnavailable(
             f"data directory {path} is not writable; fix its permissions or pass another --dir"
