@@ -698,3 +698,49 @@ def test_random_corruptions_are_refused_cleanly_through_the_cli(
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
     assert bad.read_bytes() == corrupted
     assert ws.stub.requests == []
+
+
+def test_hard_kill_during_a_tool_batch_resumes_from_the_previous_boundary(ws: Workspace) -> None:
+    """The crash boundary: SIGKILL mid-batch leaves the last complete turn on disk; the killed
+    batch's call is not in the checkpoint (its effects are unrecorded) and is never replayed."""
+    ws.stub.add(
+        {"tool_calls": [bash_call("fresh-1", "call_a")], "usage": usage()},
+        {
+            "tool_calls": [
+                {
+                    "id": "call_b",
+                    "name": "bash",
+                    "arguments": {"command": "echo started >> calls.log; sleep 10"},
+                }
+            ]
+        },
+    )
+    cmd = [
+        sys.executable, "-m", "tinyagent", "-t", TASK, "--provider", "openai", "-m", MODEL,
+        "--base-url", ws.stub.base_url("openai"), "--cwd", str(ws.project), "--no-stream", "-o", "run.json",
+    ]  # fmt: skip
+    proc = subprocess.Popen(cmd, cwd=ws.root, env=ws.env, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(3000):  # bounded wait until the second batch is running
+            if "started" in executed_markers(ws.project) or proc.poll() is not None:
+                break
+            time.sleep(0.01)
+        assert executed_markers(ws.project) == ["fresh-1", "started"]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    source = ws.root / "run.json"
+    saved = load(source)
+    assert saved["exit_status"] == "Running"  # the last checkpoint: after the first complete turn
+    assert [c["id"] for m in saved["messages"] for c in m["tool_calls"]] == ["call_a"]
+    assert not [p.name for p in ws.root.iterdir() if p.name.endswith(".tmp")]
+
+    ws.stub.requests.clear()
+    ws.stub.add({"tool_calls": [submit_call()], "usage": usage()})
+    result = ws.resume(source, "continued.json", "--step-limit", "9")
+    assert result.returncode == 0, result.stderr
+    body = ws.stub.requests[0].body
+    assert "call_b" not in json.dumps(body)
+    assert body["messages"][-1]["content"] == CONTINUATION_NOTICE
+    assert "previous status Running" in result.stderr
+    assert executed_markers(ws.project) == ["fresh-1", "started"]  # nothing replayed
