@@ -230,3 +230,19 @@ def test_precedence_property(tmp_path_factory, step, env_step, project_step, use
         env["TINYAGENT_STEP_LIMIT"] = str(env_step)
     expected = next((v for v in (step, env_step, project_step, user_step) if v is not None), 100)
     assert resolve_settings(args(cwd=str(work), step_limit=step), env).step_limit == expected
+
+
+@given(st.text(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_any_config_text_parses_or_fails_with_config_error(tmp_path_factory, text: str) -> None:
+    from tinyagent.config import ConfigFile, load_config_file
+
+    path = tmp_path_factory.mktemp("fuzz") / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    try:
+        parsed = load_config_file(path, project=True)
+    except ConfigError as exc:
+        assert str(exc).startswith(("config file", "project config"))
+        assert "\n" not in str(exc)
+    else:
+        assert isinstance(parsed, ConfigFile)
