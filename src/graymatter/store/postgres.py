@@ -52,6 +52,7 @@ SCHEMA_VERSION = 1
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 STAT_SHARDS = 16
 MAX_TERM_COUNT = 256  # PostgreSQL keeps at most 256 positions per lexeme
+MAX_POSITION = 16383  # and positions up to 16383
 MAX_LEXEME_BYTES = 2046  # PostgreSQL's limit on one lexeme is 2 KiB
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -181,31 +182,26 @@ class FtsTokenizer:
             self._local.conn = conn
         return conn
 
-    def analyse(self, texts: Sequence[str]) -> list[tuple[Counter[str], int]]:
-        """For each text: ``(stem -> occurrences, number of tokens)``."""
+    def analyse(self, texts: Sequence[str]) -> list[tuple[dict[str, list[int]], int]]:
+        """For each text: ``(stem -> 1-based token positions, number of tokens)``, stems in text order."""
         if not texts:
             return []
         conn = self._conn()
-        out: list[tuple[Counter[str], int]] = [(Counter(), 0) for _ in texts]
+        out: list[tuple[dict[str, list[int]], int]] = [({}, 0) for _ in texts]
+        totals = [0] * len(texts)
         conn.execute("BEGIN")
         try:
             conn.executemany(
                 "INSERT INTO tok(rowid, t) VALUES (?, ?)", [(i + 1, t) for i, t in enumerate(texts)]
             )
-            for term, doc, count in conn.execute(
-                "SELECT term, doc, count(*) FROM tok_vocab GROUP BY doc, term"
+            for term, doc, offset in conn.execute(
+                'SELECT term, doc, "offset" FROM tok_vocab ORDER BY doc, "offset"'
             ):
-                counts, total = out[doc - 1]
-                counts[term] = count
-                out[doc - 1] = (counts, total + count)
+                out[doc - 1][0].setdefault(term, []).append(offset + 1)
+                totals[doc - 1] += 1
         finally:
             conn.execute("ROLLBACK")
-        return out
-
-    def stems(self, term: str) -> list[str]:
-        """The stems FTS5 derives from one query term (usually exactly one)."""
-        counts, _ = self.analyse([term])[0]
-        return list(counts)
+        return [(positions, total) for (positions, _), total in zip(out, totals, strict=True)]
 
 
 def _clip_lexeme(lexeme: str) -> str:
@@ -219,16 +215,21 @@ def _quote_lexeme(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsvector_literal(counts: Counter[str]) -> str:
-    """A ``tsvector`` input literal carrying each stem with one position per occurrence (max 256)."""
-    merged: Counter[str] = Counter()
-    for stem, count in counts.items():
-        merged[_clip_lexeme(stem)] += count
+def tsvector_literal(positions: dict[str, list[int]]) -> str:
+    """A ``tsvector`` input literal: each stem with its token positions (PostgreSQL keeps <= 256 each)."""
+    merged: dict[str, list[int]] = {}
+    for stem, places in positions.items():
+        merged.setdefault(_clip_lexeme(stem), []).extend(places)
     parts = []
     for stem in sorted(merged):
-        n = min(merged[stem], MAX_TERM_COUNT)
-        parts.append(_quote_lexeme(stem) + ":" + ",".join(str(i) for i in range(1, n + 1)))
+        places = sorted({min(p, MAX_POSITION) for p in merged[stem]})[:MAX_TERM_COUNT]
+        parts.append(_quote_lexeme(stem) + ":" + ",".join(str(p) for p in places))
     return " ".join(parts)
+
+
+def tsquery_phrase(stems: Sequence[str]) -> str:
+    """A ``tsquery`` input literal matching the stems as adjacent tokens, in order."""
+    return " <-> ".join(_quote_lexeme(_clip_lexeme(s)) for s in stems)
 
 
 def tsquery_literal(stems: Iterable[str]) -> str:
@@ -485,9 +486,9 @@ class PostgresStore:
             tsv = None
             doc_len = 0
             if found is not None:
-                counts, doc_len = found
-                tsv = tsvector_literal(counts)
-                terms.update({_clip_lexeme(s): 1 for s in counts})
+                places, doc_len = found
+                tsv = tsvector_literal(places)
+                terms.update({_clip_lexeme(s): 1 for s in places})
                 tokens += doc_len
             rows.append((
                 fact.id, fact.agent_id, fact.text, fact.kind,
@@ -817,28 +818,26 @@ class PostgresStore:
         terms = [t for t in terms if t.strip()]
         if not terms or not agent_ids or limit <= 0 or confidences == []:
             return []
-        stems = sorted({s for group in self._term_stems(terms).values() for s in group})
-        if not stems:
+        # FTS5 scores every query phrase separately, even two terms with one stem: keep duplicates.
+        groups = [self._term_stems([t])[t] for t in terms]
+        groups = [g for g in groups if g]
+        if not groups:
             return []
+        if any(len(g) > 1 for g in groups):
+            return self._read(lambda c: self._phrase_search(c, groups, agent_ids, limit, confidences))
 
         def work(c: psycopg.Connection[Any]) -> list[ScoredId]:
-            docs, tokens = c.execute(
-                "SELECT sum(docs)::bigint, sum(tokens)::bigint FROM gm_fts_stats"
-            ).fetchone()
-            docs, tokens = int(docs or 0), int(tokens or 0)
+            docs, tokens = self._corpus(c)
             if docs <= 0:
                 return []
-            frequencies = self._stem_frequencies(c, stems)
+            stems = [g[0] for g in groups]
+            frequencies = self._stem_frequencies(c, sorted(set(stems)))
             present = [s for s in stems if frequencies.get(s, 0) > 0]
             if not present:
                 return []
-            idf = []
-            for stem in present:
-                hits = frequencies[stem]
-                value = math.log((docs - hits + 0.5) / (hits + 0.5))
-                idf.append(value if value > 0 else 1e-6)
-            params: list[Any] = [present, idf, docs / tokens if tokens else 0.0, tsquery_literal(present),
-                                 list(agent_ids)]  # fmt: skip
+            idf = [_idf(docs, frequencies[s]) for s in present]
+            params: list[Any] = [present, idf, docs / tokens if tokens else 0.0,
+                                 tsquery_literal(sorted(set(present))), list(agent_ids)]  # fmt: skip
             confidence_clause = ""
             if confidences is not None:
                 confidence_clause = " AND f.confidence = ANY(%s)"
@@ -857,6 +856,110 @@ class PostgresStore:
                 params,
             ).fetchall()  # fmt: skip
             return [ScoredId(r[0], float(r[1])) for r in rows]
+
+        return self._read(work)
+
+    @staticmethod
+    def _corpus(c: psycopg.Connection[Any]) -> tuple[int, int]:
+        docs, tokens = c.execute("SELECT sum(docs)::bigint, sum(tokens)::bigint FROM gm_fts_stats").fetchone()
+        return int(docs or 0), int(tokens or 0)
+
+    def _phrase_search(
+        self,
+        c: psycopg.Connection[Any],
+        groups: list[list[str]],
+        agent_ids: Sequence[str],
+        limit: int,
+        confidences: Sequence[str] | None,
+    ) -> list[ScoredId]:
+        """BM25 where some query terms are phrases (adjacent stems, in order), scored like FTS5."""
+        docs, tokens = self._corpus(c)
+        if docs <= 0:
+            return []
+        queries = [tsquery_phrase(g) if len(g) > 1 else tsquery_literal(g) for g in groups]
+        singles = self._stem_frequencies(c, sorted({g[0] for g in groups if len(g) == 1}))
+        frequencies = []
+        for group, query in zip(groups, queries, strict=True):
+            if len(group) == 1:
+                frequencies.append(singles.get(group[0], 0))
+            else:
+                frequencies.append(
+                    c.execute("SELECT count(*) FROM gm_facts WHERE tsv @@ %s::tsquery", (query,)).fetchone()[
+                        0
+                    ]
+                )
+        live = [(g, q, n) for g, q, n in zip(groups, queries, frequencies, strict=True) if n > 0]
+        if not live:
+            return []
+        params: list[Any] = [" | ".join(f"({q})" for _, q, _ in live), list(agent_ids)]
+        clause = ""
+        if confidences is not None:
+            clause = " AND f.confidence = ANY(%s)"
+            params.append(list(confidences))
+        params.append(sorted({s for g, _, _ in live for s in g}))
+        rows = c.execute(
+            "SELECT f.id, f.created_at, f.doc_len, u.lexeme, u.positions FROM gm_facts f"
+            " CROSS JOIN LATERAL unnest(f.tsv) AS u"
+            " WHERE f.tsv @@ %s::tsquery AND f.agent_id = ANY(%s)" + clause + " AND u.lexeme = ANY(%s)",
+            params,
+        ).fetchall()
+        found: dict[str, tuple[datetime, int, dict[str, set[int]]]] = {}
+        for fact_id, created, doc_len, lexeme, positions in rows:
+            entry = found.setdefault(fact_id, (created, doc_len, {}))
+            entry[2][lexeme] = set(positions or ())
+        avgdl = tokens / docs
+        scored = []
+        for fact_id, (created, doc_len, places) in found.items():
+            score = 0.0
+            matched = False
+            for group, _, hits in live:
+                first = places.get(group[0], set())
+                tf = sum(
+                    1 for p in first if all(p + k in places.get(s, ()) for k, s in enumerate(group) if k)
+                )
+                if tf:
+                    matched = True
+                    norm = 1 - BM25_B + BM25_B * doc_len / avgdl
+                    score += _idf(docs, hits) * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * norm))
+            if matched:
+                scored.append((-score, created, fact_id))
+        scored.sort()
+        return [ScoredId(fid, -neg) for neg, _, fid in scored[:limit]]
+
+    def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
+        """For each live fact: ids of the live facts its agent wrote right before/after it, oldest first."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids or window <= 0:
+            return {}
+
+        def work(c: psycopg.Connection[Any]) -> dict[str, list[str]]:
+            rows = c.execute(
+                "SELECT a.id, n.id, n.created_at FROM gm_facts a"
+                " CROSS JOIN LATERAL ("
+                "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
+                "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
+                "    AND (b.created_at, b.id) < (a.created_at, a.id)"
+                "    ORDER BY b.created_at DESC, b.id DESC LIMIT %s)"
+                "  UNION ALL"
+                "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
+                "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
+                "    AND (b.created_at, b.id) > (a.created_at, a.id)"
+                "    ORDER BY b.created_at, b.id LIMIT %s)"
+                " ) AS n"
+                " WHERE a.id = ANY(%s) AND a.superseded_by IS NULL AND a.kind = 'fact'",
+                (window, window, ids),
+            ).fetchall()
+            out: dict[str, list[tuple[datetime, str]]] = {}
+            for fact_id, other, created in rows:
+                out.setdefault(fact_id, []).append((created, other))
+            live = {
+                r[0]
+                for r in c.execute(
+                    "SELECT id FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL AND kind = 'fact'",
+                    (ids,),
+                ).fetchall()
+            }
+            return {fid: [o for _, o in sorted(out.get(fid, []))] for fid in ids if fid in live}
 
         return self._read(work)
 
@@ -1129,6 +1232,12 @@ class PostgresStore:
 
     def reset_write_counter(self, agent_id: str) -> None:
         self._write(lambda c: c.execute("DELETE FROM gm_counters WHERE agent_id = %s", (agent_id,)))
+
+
+def _idf(docs: int, hits: int) -> float:
+    """FTS5's BM25 idf: ln((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
+    value = math.log((docs - hits + 0.5) / (hits + 0.5))
+    return value if value > 0 else 1e-6
 
 
 def _utc(moment: datetime | None) -> datetime | None:
