@@ -4,12 +4,15 @@ provider stubs, for every provider, streamed and not, through the real CLI proce
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from support.provider_stubs import ProviderStub
-from support.tinyagent_cli import clean_env, load_json, run_cli
+from support.tinyagent_cli import clean_env, load_json, run_cli, tinyagent_cmd
 
 PROVIDERS = ["openai", "openrouter", "ollama", "anthropic", "codex"]
 KEYS = {
@@ -107,3 +110,66 @@ def test_create_hello_txt_end_to_end(tmp_path: Path, provider: str, stream: bool
     assert trajectory["resume"]["cwd"] == str(work.resolve())
     assert "test-key" not in json.dumps(trajectory)
     assert "finished: status Submitted" in result.stderr
+
+
+def _start(tmp_path: Path, provider: str, base_url: str, *extra: str) -> tuple[subprocess.Popen, Path]:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    out = tmp_path / "run.json"
+    env = clean_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
+    proc = subprocess.Popen(
+        tinyagent_cmd(
+            "-t",
+            TASK,
+            "--provider",
+            provider,
+            "-m",
+            MODELS[provider],
+            "--base-url",
+            base_url,
+            "--cwd",
+            str(work),
+            "-o",
+            str(out),
+            *extra,
+        ),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc, out
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "codex"])
+def test_sigint_during_a_real_http_request_saves_interrupted(tmp_path: Path, provider: str) -> None:
+    with ProviderStub([{"text": "slow", "delay": 60}]) as stub:
+        proc, out = _start(tmp_path, provider, stub.base_url(provider))
+        try:
+            deadline = time.monotonic() + 20
+            while not stub.requests and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert stub.requests, "the request never reached the stub"
+            proc.send_signal(signal.SIGINT)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 1
+    assert "Traceback" not in stderr
+    trajectory = load_json(out)
+    assert trajectory["exit_status"] == "Interrupted"
+    assert trajectory["totals"]["steps"] == 1
+    assert [m["role"] for m in trajectory["messages"]] == ["system", "user"]
+
+
+def test_time_limit_abandons_a_slow_http_request(tmp_path: Path) -> None:
+    with ProviderStub([{"text": "slow", "delay": 60}]) as stub:
+        proc, out = _start(tmp_path, "openai", stub.base_url("openai"), "--time-limit", "1")
+        try:
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            proc.kill()
+    assert proc.returncode == 1
+    assert "finished: status TimeLimit (time limit reached during a model request)" in stderr
+    assert load_json(out)["exit_status"] == "TimeLimit"
