@@ -119,11 +119,20 @@ class _StdioServer:
 
 
 def _time_process(code: str, repeats: int) -> list[float]:
+    """Seconds from process start until ``code`` has run (interpreter shutdown excluded, like the server)."""
     timings = []
     for _ in range(repeats):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env())
+        child = subprocess.Popen(
+            [sys.executable, "-c", f"{code}\nprint('ready', flush=True)"],
+            stdout=subprocess.PIPE,
+            env=subprocess_env(),
+        )
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != b"ready":
+            raise RuntimeError(f"benchmark child failed: {code}")
         timings.append(time.perf_counter() - start)
+        child.wait()
     return timings
 
 
