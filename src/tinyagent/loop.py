@@ -122,7 +122,10 @@ class Agent:
         trajectory.submission = None
         with self._signal_handlers(trajectory.limits.time_limit):
             if self._checkpoint(trajectory):
-                status, detail = self._loop(trajectory)
+                try:
+                    status, detail = self._loop(trajectory)
+                except _Abort as abort:  # defensive: an abort can only come from a request in flight
+                    status, detail = abort.status, abort.detail
             else:
                 status, detail = ExitStatus.SAVE_ERROR, "the initial save failed"
             self._phase = _IDLE
@@ -150,20 +153,21 @@ class Agent:
             step = traj.totals.steps + 1
             self.reporter.step_started(step, traj.limits.step_limit)
             try:
-                self._phase = _QUERY
-                if self._stop is not None:  # a signal arrived just before the request
-                    raise _Abort(*self._stop)
-                traj.totals.steps = step  # counted once the request is about to be sent
-                completion = self.provider.complete(traj.messages, traj.tools, stream=self.stream)
-                self._phase = _IDLE
+                try:
+                    self._phase = _QUERY
+                    if self._stop is not None:  # a signal arrived just before the request
+                        raise _Abort(*self._stop)
+                    traj.totals.steps = step  # counted once the request is about to be sent
+                    completion = self.provider.complete(traj.messages, traj.tools, stream=self.stream)
+                finally:
+                    # From here on no signal handler raises, so the handlers below see every exception
+                    # (an abort that races with a provider error replaces it and is caught below).
+                    self._phase = _IDLE
             except _Abort as abort:
-                self._phase = _IDLE
                 return abort.status, abort.detail
             except ProviderError as exc:
-                self._phase = _IDLE
                 return ExitStatus.PROVIDER_ERROR, f"{type(exc).__name__}: {exc}"
             except Exception as exc:  # a provider bug must still end the run cleanly and saved
-                self._phase = _IDLE
                 return ExitStatus.PROVIDER_ERROR, f"unexpected provider failure ({type(exc).__name__})"
             self._account(traj, completion.usage)
             reply = completion.message
