@@ -1,0 +1,59 @@
+"""Property tests of the server-side argument rules (no store involved: they run before any effect)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from graymatter.mcp_server import ON_MISSING_ERROR, TOOL_SPECS, ToolFailure, validate_arguments
+
+SPECS = {spec.name: spec for spec in TOOL_SPECS}
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(json_values.filter(lambda v: v not in ("error", "empty") or not isinstance(v, str)))
+def test_any_other_on_missing_value_is_refused_with_the_exact_text(value: Any) -> None:
+    with pytest.raises(ToolFailure) as refused:
+        validate_arguments(SPECS["checkpoint_resume"], {"agent_id": "a", "on_missing": value})
+    assert str(refused.value) == ON_MISSING_ERROR
+
+
+@pytest.mark.parametrize("value", ["error", "empty"])
+def test_the_two_on_missing_values_pass(value: str) -> None:
+    parsed = validate_arguments(SPECS["checkpoint_resume"], {"agent_id": "a", "on_missing": value})
+    assert parsed.on_missing == value  # type: ignore[attr-defined]
+
+
+@given(
+    bad=json_values.filter(lambda v: not isinstance(v, str) or not v.strip()),
+    which=st.sampled_from(["agent_id", "agent"]),
+)
+def test_each_given_identity_must_be_a_non_blank_string(bad: Any, which: str) -> None:
+    arguments = {"action": "add", "text": "t", "agent_id": "valid", "agent": "valid", which: bad}
+    with pytest.raises(ToolFailure) as refused:
+        validate_arguments(SPECS["memory_reflect"], arguments)
+    assert str(refused.value) == f"{which} must be a non-blank string"
+
+
+@given(agent_id=st.text(min_size=1).filter(str.strip), agent=st.text(min_size=1).filter(str.strip))
+def test_valid_identities_are_used_unchanged_and_agent_id_wins(agent_id: str, agent: str) -> None:
+    parsed = validate_arguments(
+        SPECS["memory_reflect"], {"action": "pin", "agent_id": agent_id, "agent": agent}
+    )
+    assert parsed.agent_id == agent_id and parsed.agent == agent  # type: ignore[attr-defined]
+
+
+@given(st.dictionaries(st.text(max_size=8), json_values, max_size=4))
+def test_validation_never_raises_anything_but_a_tool_failure(arguments: dict[str, Any]) -> None:
+    for spec in TOOL_SPECS:
+        try:
+            validate_arguments(spec, arguments)
+        except ToolFailure as failure:
+            assert str(failure) and "\n" not in str(failure)
