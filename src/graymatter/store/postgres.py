@@ -91,6 +91,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX gm_facts_agent_kind ON gm_facts (agent_id, kind, created_at, id)",
         "CREATE INDEX gm_facts_created ON gm_facts (created_at, id)",
         "CREATE INDEX gm_facts_pending ON gm_facts (seq) WHERE embed_state = 1",
+        "CREATE INDEX gm_facts_superseded_by ON gm_facts (superseded_by) WHERE superseded_by IS NOT NULL",
         """CREATE TABLE gm_terms (
             term text NOT NULL,
             shard smallint NOT NULL,
@@ -652,6 +653,22 @@ class PostgresStore:
                 yield self._fact(row)
             last = (rows[-1][5], rows[-1][0])
 
+    def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return {}
+        rows = self._read(
+            lambda c: c.execute(
+                "SELECT superseded_by, id FROM gm_facts WHERE superseded_by = ANY(%s)"
+                " ORDER BY created_at, id",
+                (ids,),
+            ).fetchall()
+        )
+        out: dict[str, list[str]] = {}
+        for by, fact_id in rows:
+            out.setdefault(by, []).append(fact_id)
+        return out
+
     def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
         if not agent_ids:
             return []
@@ -736,7 +753,8 @@ class PostgresStore:
             locked = [
                 r[0]
                 for r in c.execute(
-                    "SELECT id FROM gm_facts WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (ids,)
+                    "SELECT id FROM gm_facts WHERE id = ANY(%s) AND NOT pinned ORDER BY id FOR UPDATE",
+                    (ids,),
                 ).fetchall()
             ]
             self._unindex(c, locked)
@@ -981,7 +999,10 @@ class PostgresStore:
                 f"AND kind = 'fact'{clause} ORDER BY created_at DESC, id LIMIT %s)"
             )
             params.append(limit)
-        query = " UNION ALL ".join(parts) + " ORDER BY created_at DESC, id LIMIT %s"
+        query = (
+            "SELECT id, created_at FROM (" + " UNION ALL ".join(parts) + ") AS r"
+            " ORDER BY created_at DESC, id LIMIT %s"
+        )
         params.append(limit)
         rows = self._read(lambda c: c.execute(query, params).fetchall())
         return [r[0] for r in rows]

@@ -14,7 +14,7 @@ import pytest
 
 from graymatter.store.base import Store
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "postgres"]
 
 
 def _open(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
@@ -22,6 +22,11 @@ def _open(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store
         from graymatter.store.sqlite import SQLiteStore
 
         return SQLiteStore(tmp_path / f"store-{len(list(tmp_path.iterdir()))}")
+    if backend == "postgres":
+        from graymatter.store.postgres import PostgresStore
+        from support.pgserver import start_cluster
+
+        return PostgresStore(start_cluster().create_database())
     raise AssertionError(f"unknown backend {backend}")
 
 
