@@ -93,9 +93,9 @@ class Reporter:
         detail = f" ({trajectory.exit_detail})" if trajectory.exit_detail else ""
         self._write(f"finished: status {status}{detail}")
         self._write(
-            f"steps {totals.steps}, elapsed {trajectory.timing.elapsed_seconds:.1f} s, "
-            f"tokens in {totals.input_tokens:,} out {totals.output_tokens:,}, "
-            f"cache read {totals.cache_read_tokens:,} write {totals.cache_write_tokens:,}"
+            f"steps {totals.steps}, elapsed {trajectory.timing.elapsed_seconds:.2f} s, "
+            f"tokens: input {totals.input_tokens:,} (uncached), output {totals.output_tokens:,}, "
+            f"cache read {totals.cache_read_tokens:,}, cache write {totals.cache_write_tokens:,}"
         )
         if totals.cost_known:
             self._write(f"cost ${totals.cost_usd:.4f}")

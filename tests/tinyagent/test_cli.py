@@ -376,3 +376,41 @@ def test_scripted_provider_via_environment_and_agents_md_once(tmp_path: Path, wo
     assert sum(m.get("content", "").count("Use tabs.") for m in sent["messages"] if m.get("content")) == 1
     assert sent["resume"]["agents_md"] == "auto"
     os.remove(out)
+
+
+def test_closing_summary_lines_exactly() -> None:
+    import io
+
+    from tinyagent.output import Reporter
+    from tinyagent.trajectory import ExitStatus, Timing, Totals, Trajectory
+
+    trajectory = Trajectory(
+        tinyagent_version="0.1.0",
+        task="t",
+        provider="openai",
+        model="m",
+        system_prompt="s",
+        messages=[],
+        tools=[],
+        totals=Totals(
+            steps=3,
+            input_tokens=1234,
+            output_tokens=56,
+            cache_read_tokens=7890,
+            cache_write_tokens=12,
+            cost_usd=0.01234,
+            cost_known=False,
+        ),
+        exit_status=ExitStatus.STEP_LIMIT,
+        exit_detail="step limit 3 reached (3 steps)",
+        timing=Timing(started_at="2026-01-01T00:00:00Z", elapsed_seconds=4.567),
+    )
+    buffer = io.StringIO()
+    Reporter(buffer, quiet=True).summary(trajectory, "/tmp/run.json", save_failed=False)
+    assert buffer.getvalue().splitlines() == [
+        "tinyagent: finished: status StepLimit (step limit 3 reached (3 steps))",
+        "tinyagent: steps 3, elapsed 4.57 s, tokens: input 1,234 (uncached), output 56, cache read 7,890, "
+        "cache write 12",
+        "tinyagent: cost at least $0.0123 (some steps used a model with an unknown price)",
+        "tinyagent: trajectory saved: /tmp/run.json",
+    ]
