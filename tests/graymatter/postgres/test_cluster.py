@@ -1,0 +1,140 @@
+"""Four `graymatter serve` processes on one PostgreSQL, hammered at once; one is SIGKILLed mid-load."""
+
+from __future__ import annotations
+
+import random
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .conftest import Server, auth, start_server
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(240)]
+
+CLIENTS = 8
+OPS_PER_CLIENT = 30
+
+
+class Client(threading.Thread):
+    """Mixed load through every server: writes, cross-server recalls, revisions, checkpoint saves."""
+
+    def __init__(self, number: int, servers: list[Server], dead: set[int]) -> None:
+        super().__init__(daemon=True)
+        self.number = number
+        self.servers = servers
+        self.dead = dead
+        self.agent = f"agent-{number % 4}"
+        self.acked: dict[str, str] = {}  # fact id -> text
+        self.superseded: set[str] = set()
+        self.checkpoints: list[str] = []
+        self.violations: list[str] = []
+        self.errors: list[str] = []
+        self.rng = random.Random(number)
+
+    def call(self, method: str, path: str, **kwargs: object) -> httpx.Response | None:
+        """Send to a random live server; on a connection failure try another (the write is unacknowledged)."""
+        for _ in range(8):
+            index = self.rng.randrange(len(self.servers))
+            if index in self.dead:
+                continue
+            try:
+                return httpx.request(
+                    method, self.servers[index].url + path, headers=auth(), timeout=30, **kwargs
+                )
+            except httpx.TransportError:
+                continue
+        return None
+
+    def run(self) -> None:
+        for i in range(OPS_PER_CLIENT):
+            marker = f"zq{self.number}x{i}w"
+            text = f"client {self.number} stored fact {i} with marker {marker}"
+            response = self.call("POST", "/remember", json={"agent_id": self.agent, "text": text})
+            if response is None:
+                continue
+            if response.status_code != 201:
+                self.errors.append(f"remember {response.status_code} {response.text[:200]}")
+                continue
+            fact = response.json()
+            self.acked[fact["id"]] = text
+            # Recall through (probably) another server: read-your-writes across servers.
+            found = self.call("GET", "/recall", params={"agent_id": self.agent, "q": marker, "k": 3})
+            if found is not None and found.status_code == 200:
+                ids = [hit["id"] for hit in found.json()["results"]]
+                if fact["id"] not in ids:
+                    self.violations.append(f"fact {fact['id']} not recalled right after its write")
+                if self.superseded & set(ids):
+                    self.violations.append(f"superseded fact returned: {self.superseded & set(ids)}")
+            if i % 3 == 2:
+                new_text = f"client {self.number} revised fact {i} marker {marker} now final"
+                revised = self.call("POST", "/revise",
+                                    json={"agent_id": self.agent, "old_text": text, "new_text": new_text})  # fmt: skip
+                if revised is not None and revised.status_code == 200:
+                    body = revised.json()
+                    self.acked[body["fact"]["id"]] = new_text
+                    self.superseded.update(body["superseded_ids"])
+                    after = self.call("GET", "/recall", params={"agent_id": self.agent, "q": marker, "k": 8})
+                    if after is not None and after.status_code == 200:
+                        ids = {hit["id"] for hit in after.json()["results"]}
+                        if ids & self.superseded:
+                            self.violations.append(
+                                f"superseded fact returned after revise: {ids & self.superseded}"
+                            )
+                elif revised is not None and revised.status_code != 404:
+                    self.errors.append(f"revise {revised.status_code} {revised.text[:200]}")
+            if i % 5 == 4:
+                saved = self.call("POST", "/checkpoints", json={"agent_id": self.agent, "state": {"step": i}})
+                if saved is not None and saved.status_code == 201:
+                    self.checkpoints.append(saved.json()["id"])
+
+
+def test_four_servers_one_database_with_a_sigkill(pg_dsn: str, tmp_path: Path, servers: list[Server]) -> None:
+    for n in range(4):
+        servers.append(start_server(pg_dsn, tmp_path / f"s{n}"))
+    dead: set[int] = set()
+    clients = [Client(n, servers, dead) for n in range(CLIENTS)]
+    for client in clients:
+        client.start()
+    time.sleep(1.5)
+    dead.add(3)
+    servers[3].kill()  # SIGKILL mid-load
+    for client in clients:
+        client.join(200)
+        assert not client.is_alive()
+
+    survivor = servers[0].url
+    for server in servers[:3]:
+        assert httpx.get(server.url + "/healthz", timeout=10).status_code == 200
+    all_ids: list[str] = []
+    acked = {fid: text for c in clients for fid, text in c.acked.items()}
+    superseded = {fid for c in clients for fid in c.superseded}
+    for agent in sorted({c.agent for c in clients}):
+        facts = httpx.get(survivor + "/facts", params={"agent_id": agent, "limit": 1000}, headers=auth(),
+                          timeout=30).json()["facts"]  # fmt: skip
+        all_ids.extend(f["id"] for f in facts)
+        by_id = {f["id"]: f for f in facts}
+        for fid, text in acked.items():
+            if fid in by_id:
+                assert by_id[fid]["text"] == text
+        for fid in superseded & set(by_id):
+            assert by_id[fid]["superseded_by"] is not None
+    assert len(all_ids) == len(set(all_ids)), "duplicate fact ids"
+    missing = set(acked) - set(all_ids)
+    assert not missing, f"{len(missing)} acknowledged writes lost"
+    assert sum(len(c.acked) for c in clients) >= CLIENTS * OPS_PER_CLIENT // 2
+    violations = [v for c in clients for v in c.violations]
+    errors = [e for c in clients for e in c.errors]
+    assert not violations, violations[:5]
+    assert not errors, errors[:5]
+    for client in clients:
+        if client.checkpoints:
+            latest = httpx.get(survivor + "/checkpoints/latest", params={"agent_id": client.agent}, headers=auth(),
+                               timeout=30)  # fmt: skip
+            assert latest.status_code == 200
+    for server in servers[:3]:  # SIGTERM: graceful shutdown (uvicorn re-raises the signal once done)
+        assert server.stop() in (0, -signal.SIGTERM)
+        assert "Application shutdown complete" in server.log.read_text()
