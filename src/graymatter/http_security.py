@@ -53,8 +53,10 @@ class HttpSecurityError(GraymatterError):
 
 
 def parse_bind(address: str) -> tuple[str, int]:
-    """Parse ``HOST:PORT``, ``[V6]:PORT`` or ``:PORT`` (host defaults to 127.0.0.1)."""
+    """Parse ``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` or ``PORT`` (host defaults to 127.0.0.1)."""
     text = address.strip()
+    if text.isdigit():
+        text = f":{text}"  # a bare port binds the loopback default
     host, sep, port_text = text.rpartition(":")
     if not sep:
         raise InvalidInput(f"--http expects HOST:PORT, got {address!r}")

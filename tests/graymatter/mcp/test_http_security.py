@@ -229,6 +229,7 @@ def test_truncated_token_file_is_refused_not_rewritten(tmp_path: Path) -> None:
         ("[::1]:9", ("::1", 9)),
         ("0.0.0.0:80", ("0.0.0.0", 80)),
         ("localhost:1", ("localhost", 1)),
+        ("8765", ("127.0.0.1", 8765)),
     ],
 )
 def test_parse_bind(address: str, expected: tuple[str, int]) -> None:
