@@ -174,11 +174,9 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _DuplicateKey("duplicate key")
-        obj[key] = value
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise _DuplicateKey("duplicate key")
     return obj
 
 
@@ -686,7 +684,6 @@ def start_trajectory(plan: ResumePlan, *, now: str) -> Trajectory:
     from tinyagent.trajectory import ResumeProvenance, Timing
 
     checkpoint = plan.checkpoint
-    trajectory = checkpoint.model_copy(deep=True)
     provenance = ResumeProvenance(
         source_path=plan.source_path,
         source_sha256=plan.source_sha256,
@@ -696,17 +693,24 @@ def start_trajectory(plan: ResumePlan, *, now: str) -> Trajectory:
         boundary_steps=checkpoint.totals.steps,
         resumed_at=now,
     )
-    trajectory.tinyagent_version = __version__
-    trajectory.exit_status = ExitStatus.RUNNING
-    trajectory.exit_detail = None
-    trajectory.submission = None
-    trajectory.limits = limits_from(plan.settings)
-    trajectory.timing = Timing(started_at=now)
-    trajectory.resumed_from = [*checkpoint.resumed_from, provenance]
-    last = trajectory.messages[-1]
+    messages = list(checkpoint.messages)  # restored messages are never mutated, only appended to
+    last = messages[-1]
     if not (last.role == "user" and last.content == CONTINUATION_NOTICE):
-        trajectory.messages.append(Message(role="user", content=CONTINUATION_NOTICE))
-    return trajectory
+        messages.append(Message(role="user", content=CONTINUATION_NOTICE))
+    return checkpoint.model_copy(
+        update={
+            "tinyagent_version": __version__,
+            "messages": messages,
+            "totals": checkpoint.totals.model_copy(),
+            "limits": limits_from(plan.settings),
+            "exit_status": ExitStatus.RUNNING,
+            "exit_detail": None,
+            "submission": None,
+            "timing": Timing(started_at=now),
+            "warnings": list(checkpoint.warnings),
+            "resumed_from": [*checkpoint.resumed_from, provenance],
+        }
+    )
 
 
 def run_resume(args: Any) -> int:
