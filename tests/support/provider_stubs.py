@@ -85,6 +85,8 @@ class RecordedRequest:
     body: Any  # parsed JSON, or the raw text when it was not JSON
     wire: str  # "chat" | "anthropic" | "responses" | "unknown"
     stream: bool = False
+    received_at: float = 0.0  # time.time() when the request body had been read
+    responded_at: float | None = None  # time.time() when the answer was fully written (or dropped)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -94,6 +96,8 @@ class RecordedRequest:
             "body": self.body,
             "wire": self.wire,
             "stream": self.stream,
+            "received_at": self.received_at,
+            "responded_at": self.responded_at,
         }
 
 
@@ -206,9 +210,12 @@ class ProviderStub:
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(request)
-            if self._record_path:
-                with open(self._record_path, "a", encoding="utf-8") as fh:
-                    fh.write(json.dumps(request.to_json()) + "\n")
+
+    def _finish(self, request: RecordedRequest) -> None:
+        request.responded_at = time.time()
+        if self._record_path:
+            with self._lock, open(self._record_path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(request.to_json()) + "\n")
 
 
 class _Server(ThreadingHTTPServer):
@@ -229,6 +236,9 @@ class _Dropped(Exception):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes; without TCP_NODELAY, Nagle + delayed ACK would
+    # add ~40 ms to every non-streamed answer (real providers set it too).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -249,7 +259,8 @@ class _Handler(BaseHTTPRequestHandler):
         wire = _wire_for(self.path)
         stream = isinstance(body, dict) and body.get("stream") is True
         headers = {k.lower(): v for k, v in self.headers.items()}
-        stub._record(RecordedRequest("POST", self.path, headers, body, wire, stream))
+        record = RecordedRequest("POST", self.path, headers, body, wire, stream, received_at=time.time())
+        stub._record(record)
         try:
             self._answer(stub, wire, body, stream)
         except (_Dropped, BrokenPipeError, ConnectionResetError):
@@ -258,6 +269,8 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+        finally:
+            stub._finish(record)
 
     def _answer(self, stub: ProviderStub, wire: str, body: Any, stream: bool) -> None:
         if wire == "unknown":
@@ -952,11 +965,17 @@ class StubProcess:
             if self._proc.stdout is not None:
                 self._proc.stdout.close()
 
-    def requests(self) -> list[dict[str, Any]]:
-        if not os.path.exists(self.record_path):
-            return []
-        with open(self.record_path, encoding="utf-8") as fh:
-            return [json.loads(line) for line in fh if line.strip()]
+    def requests(self, expected: int = 0, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Recorded requests (each written once its answer is complete); wait for `expected` of them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            records: list[dict[str, Any]] = []
+            if os.path.exists(self.record_path):
+                with open(self.record_path, encoding="utf-8") as fh:
+                    records = [json.loads(line) for line in fh if line.endswith("\n")]
+            if len(records) >= expected or time.monotonic() > deadline:
+                return records
+            time.sleep(0.01)
 
 
 def _load_script(path: str) -> tuple[list[StubReply], bool]:

@@ -90,7 +90,7 @@ def test_standalone_process_serves_and_records(tmp_path):
         body = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
         response = post(proc.base_url("openai") + "/chat/completions", body, authorization="Bearer k")
         assert response.json()["choices"][0]["message"]["content"] == "from a process"
-        [recorded] = proc.requests()
+        [recorded] = proc.requests(expected=1)
     assert recorded["body"] == body
     assert recorded["headers"]["authorization"] == "Bearer k"
 
