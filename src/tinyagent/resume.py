@@ -538,7 +538,13 @@ def prepare_resume(args: Any, environ: Mapping[str, str] | None = None) -> Resum
     )
 
 
-def _check_cwd(given: str | None, recorded: str) -> str:
+def _shown(value: str, limit: int = 200) -> str:
+    """A value read from the checkpoint, shortened for a diagnostic line."""
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
+def _check_cwd(given: str | None, recorded_cwd: str) -> str:
+    recorded = _shown(recorded_cwd)
     if not given:
         _refuse(
             "missing --cwd",
@@ -547,7 +553,7 @@ def _check_cwd(given: str | None, recorded: str) -> str:
     resolved = os.path.realpath(os.path.expanduser(os.fspath(given)))
     if not os.path.isdir(resolved):
         _refuse("cwd mismatch", f"--cwd {given} is not an existing directory; the run was in {recorded}")
-    if resolved != recorded:
+    if resolved != recorded_cwd:
         _refuse(
             "cwd mismatch",
             f"--cwd resolves to {resolved} but the checkpoint was recorded in {recorded}; "
@@ -561,14 +567,14 @@ def _check_model_and_provider(args: Any, checkpoint: Trajectory) -> None:
     if model is not None and model != checkpoint.model:
         _refuse(
             "model conflict",
-            f"the checkpoint was made with model {checkpoint.model} but -m asks for {model}; "
+            f"the checkpoint was made with model {_shown(checkpoint.model)} but -m asks for {model}; "
             "drop -m (the saved model is used) or start a fresh task to switch models",
         )
     provider = getattr(args, "provider", None)
     if provider is not None and provider != checkpoint.provider:
         _refuse(
             "provider conflict",
-            f"the checkpoint was made with provider {checkpoint.provider} but --provider asks for "
+            f"the checkpoint was made with provider {_shown(checkpoint.provider)} but --provider asks for "
             f"{provider}; drop --provider or start a fresh task to switch providers",
         )
 

@@ -541,3 +541,39 @@ def test_arbitrary_bytes_never_crash(data: bytes) -> None:
         assert "\n" not in refused.line()
     else:  # pragma: no cover - random bytes are never a valid checkpoint
         assert isinstance(trajectory, Trajectory)
+
+
+# ------------------------------------------------------------------------------------------------
+# Property tests over generated well-formed histories
+
+
+_turn = st.lists(st.sampled_from(["call_0", "call_1", "call_2", "toolu_x", "fc_9"]), max_size=3, unique=True)
+
+
+def _history(turns: list[list[str]]) -> list[Message]:
+    messages = head()
+    for ids in turns:
+        if ids:
+            messages += turn_messages([Call(i) for i in ids])
+        else:  # a reply without tool calls is followed by the harness's nudge
+            messages += [Message(role="assistant", content="hm"), Message(role="user", content="call a tool")]
+    return messages
+
+
+@settings(max_examples=150, deadline=None)
+@given(turns=st.lists(_turn, max_size=6))
+def test_generated_well_formed_histories_are_accepted(turns: list[list[str]]) -> None:
+    validate_checkpoint(with_messages(_history(turns)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(turns=st.lists(_turn, min_size=1, max_size=6).filter(lambda t: any(t)), data=st.data())
+def test_dropping_or_duplicating_any_result_is_refused(turns: list[list[str]], data: st.DataObject) -> None:
+    messages = _history(turns)
+    results = [i for i, m in enumerate(messages) if m.role == "tool"]
+    target = data.draw(st.sampled_from(results))
+    if data.draw(st.booleans()):
+        del messages[target]
+    else:
+        messages.insert(target, messages[target])
+    assert refusal(with_messages(messages)).category == "tool results"
