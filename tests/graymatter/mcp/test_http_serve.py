@@ -169,3 +169,36 @@ def test_help_documents_the_flags() -> None:
     assert done.returncode == 0
     for flag in ("--http", "--token", "--no-auth", "--no-daemon", "graymatter.http-token"):
         assert flag in done.stdout
+
+
+def _sse_payloads(response: httpx.Response) -> list[str]:
+    if response.headers["content-type"].startswith("application/json"):
+        return [response.text]
+    return [line[len("data:") :].strip() for line in response.text.splitlines() if line.startswith("data:")]
+
+
+def test_raw_http_bytes_of_absence_and_error(token_file_server: Any) -> None:
+    server, store = token_file_server
+    auth = {"Authorization": f"Bearer {(store / TOKEN_FILE_NAME).read_text().strip()}"}
+    init = post(server.url, json.dumps(INITIALIZE).encode(), **auth)
+    session = {"Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25", **auth}
+    notified = post(
+        server.url, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode(), **session
+    )
+    assert notified.status_code == 202
+
+    def call(request_id: int, arguments: dict[str, Any]) -> str:
+        params = {"name": "checkpoint_resume", "arguments": arguments}
+        body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+        (payload,) = [p for p in _sse_payloads(post(server.url, body.encode(), **session)) if p]
+        return payload
+
+    absent = call(2, {"agent_id": "raw-http", "on_missing": "empty"})
+    assert '"found":false' in absent.replace(" ", "")
+    assert json.loads(absent)["result"]["structuredContent"] == {"found": False, "agent_id": "raw-http"}
+    for request_id, arguments in enumerate(
+        [{"agent_id": "raw-http"}, {"agent_id": "raw-http", "on_missing": 0}], 3
+    ):
+        error = call(request_id, arguments)
+        assert "structuredContent" not in error
+        assert json.loads(error)["result"]["isError"] is True
