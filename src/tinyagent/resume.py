@@ -169,8 +169,12 @@ class _DuplicateKey(ValueError):
     pass
 
 
+class _NonFinite(ValueError):
+    pass
+
+
 def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"non-finite number {name}")
+    raise _NonFinite(f"non-finite number {name}")
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -191,8 +195,10 @@ def _parse_strict_json(text: str) -> Any:
             f"the checkpoint is not valid JSON (line {exc.lineno}, column {exc.colno}); it is damaged or "
             "truncated, resume from an intact trajectory",
         )
-    except ValueError:
+    except _NonFinite:
         _refuse("malformed JSON", "the checkpoint contains NaN or Infinity, which JSON does not allow")
+    except ValueError:  # e.g. an integer literal beyond the interpreter's digit limit
+        _refuse("malformed JSON", "the checkpoint contains a number that cannot be parsed; it is damaged")
     except RecursionError:
         _refuse("malformed JSON", "the checkpoint nests too deeply to be a trajectory; it is damaged")
 

@@ -120,6 +120,13 @@ def test_malformed_json_is_refused(raw: bytes) -> None:
     assert refusal(raw).category == "malformed JSON"
 
 
+def test_absurdly_long_number_is_refused() -> None:
+    raw = VALID_BYTES.replace(b'"steps": 2', b'"steps": ' + b"9" * 5000, 1)
+    assert raw != VALID_BYTES
+    refused = refusal(raw)
+    assert refused.category == "malformed JSON" and "number" in refused.advice
+
+
 def test_deeply_nested_json_is_refused_without_a_traceback() -> None:
     assert refusal(b"[" * 100_000 + b"]" * 100_000).category == "malformed JSON"
 
