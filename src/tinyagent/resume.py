@@ -219,8 +219,8 @@ def _check_envelope(document: Any) -> None:
     if version != FORMAT_VERSION:
         _refuse(
             "unsupported format version",
-            f"trajectory format_version {version} is not supported (this tinyagent reads {FORMAT_VERSION}); "
-            "use the tinyagent version that wrote it",
+            f"trajectory format_version {_shown(str(version), 20)} is not supported "
+            f"(this tinyagent reads {FORMAT_VERSION}); use the tinyagent version that wrote it",
         )
     resume = document.get("resume")
     if resume is None:
@@ -237,8 +237,8 @@ def _check_envelope(document: Any) -> None:
     if resume_version != RESUME_VERSION:
         _refuse(
             "unsupported resume version",
-            f"resume metadata version {resume_version} is not supported (this tinyagent reads "
-            f"{RESUME_VERSION}); use the tinyagent version that wrote it",
+            f"resume metadata version {_shown(str(resume_version), 20)} is not supported "
+            f"(this tinyagent reads {RESUME_VERSION}); use the tinyagent version that wrote it",
         )
     if resume.get("compaction") is not None:
         _refuse(
