@@ -17,7 +17,8 @@ A reply is a dict (all keys optional):
     text          assistant text
     tool_calls    [{"name": "bash", "arguments": {...} | "raw json", "id": "call_x"}]
     thinking      {"thinking": "...", "signature": "..."}   (Anthropic thinking block)
-    reasoning     {"summary": "...", "encrypted_content": "..."}   (Responses reasoning item)
+    reasoning     {"summary": "...", "encrypted_content": "..."}   (Responses reasoning item; on
+                  Chat Completions the summary becomes the message's `reasoning` text)
     usage         {"input": 100, "output": 10, "cache_read": 0, "cache_write": 0, "cost": 0.0012}
                   (input = fresh tokens; the wire fields are derived per provider; cost only on chat)
     finish        "stop" | "length" (Responses: "length" -> status incomplete)
@@ -647,6 +648,8 @@ def _chat_finish(reply: StubReply, calls: list[dict[str, Any]]) -> str:
 def _chat_complete(reply: StubReply, body: dict[str, Any], reply_no: int) -> dict[str, Any]:
     calls = _calls(reply, reply_no, "call_")
     message: dict[str, Any] = {"role": "assistant", "content": reply.get("text"), "refusal": None}
+    if reply.get("reasoning"):  # OpenRouter / Ollama style reasoning text
+        message["reasoning"] = reply["reasoning"].get("summary", "")
     if calls:
         message["tool_calls"] = [
             {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
@@ -685,6 +688,9 @@ def _chat_stream(reply: StubReply, body: dict[str, Any], reply_no: int) -> Itera
         return None, json.dumps(payload)
 
     yield chunk({"role": "assistant", "content": ""})
+    if reply.get("reasoning"):
+        for piece in _pieces(reply["reasoning"].get("summary", ""), 2):
+            yield chunk({"reasoning": piece})
     if reply.get("text"):
         for piece in _pieces(reply["text"], 3):
             yield chunk({"content": piece})

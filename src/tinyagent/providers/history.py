@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from tinyagent.providers.base import ProviderRequestError
 from tinyagent.types import Message
 
-__all__ = ["WireIds", "anthropic_safe_id", "check_pairing", "system_text"]
+__all__ = ["ANTHROPIC_ID_PATTERN", "WireIds", "anthropic_safe_id", "check_pairing", "system_text"]
 
-_ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+ANTHROPIC_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 
 def check_pairing(messages: Sequence[Message], provider: str) -> None:
@@ -61,7 +61,7 @@ def check_pairing(messages: Sequence[Message], provider: str) -> None:
 
 def anthropic_safe_id(call_id: str) -> str:
     """`call_id` if it matches ^[a-zA-Z0-9_-]+$, else a deterministic sanitised form."""
-    if _ANTHROPIC_ID.match(call_id):
+    if ANTHROPIC_ID_PATTERN.match(call_id):
         return call_id
     cleaned = re.sub(r"[^a-zA-Z0-9_-]", "_", call_id)[:48] or "toolu"
     digest = hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:8]

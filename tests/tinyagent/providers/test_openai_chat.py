@@ -210,3 +210,13 @@ def test_reasoning_state_round_trips_only_to_the_same_provider(stub, make):
     assert sent_openrouter["reasoning"] == "thought"
     assert sent_openrouter["reasoning_details"] == [{"x": 1}]
     assert "reasoning" not in sent_openai and "reasoning_details" not in sent_openai
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_reasoning_text_is_captured_as_provider_state(stub, make, history, stream):
+    stub.add({"reasoning": {"summary": "first think, then act"}, "text": "acting"})
+    completion = make("openrouter").complete(history, [], stream=stream)
+    assert completion.message.content == "acting"
+    assert completion.message.provider_state == {
+        "openai_chat": {"provider": "openrouter", "reasoning": "first think, then act"}
+    }
