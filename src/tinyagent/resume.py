@@ -413,9 +413,8 @@ def check_history(messages: Sequence[Message], *, system_prompt: str, task: str)
             _refuse(
                 "tool results",
                 f"the assistant turn at message {turn_index} has {len(pending)} tool call(s) without a "
-                "result before message "
-                f"{index}; the run stopped inside a tool batch and its effects are unrecorded, "
-                "start a fresh task after inspecting the workspace",
+                f"result before message {index}; the file was edited or damaged, resume from an intact "
+                "trajectory",
             )
         if message.role == "user":
             if message.tool_calls or message.content is None:
