@@ -20,7 +20,7 @@ RRF_K = 60
 class MemoryConfig(BaseModel):
     """Every tunable of the engine, with the reference defaults."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     top_k: int = Field(default=8, ge=1, le=1000)
     max_text_bytes: int = Field(default=DEFAULT_MAX_TEXT_BYTES, ge=1)
@@ -40,6 +40,14 @@ class MemoryConfig(BaseModel):
     recency_pool: int = Field(default=50, ge=1, description="most recent facts ranked by the recency signal")
     max_query_terms: int = Field(
         default=8, ge=1, description="rarest query terms kept for the keyword signal"
+    )
+    max_query_postings: int | None = Field(
+        default=2000, ge=1, description="cap on the summed document frequency of the kept query terms"
+    )
+    recency_resolution_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="facts written this close together tie on recency when relevance exists",
     )
     embedding: EmbeddingMode = "keyword"
     ollama_url: str = "http://localhost:11434"

@@ -502,6 +502,8 @@ class Memory:
             candidate_pool=cfg.candidate_pool,
             recency_pool=cfg.recency_pool,
             max_query_terms=cfg.max_query_terms,
+            max_query_postings=cfg.max_query_postings,
+            recency_resolution_s=cfg.recency_resolution_s,
         )
 
     def _rank(self, request: RecallRequest) -> builtins.list[Fused]:

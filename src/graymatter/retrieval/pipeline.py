@@ -22,7 +22,7 @@ from ..models import CONFIDENCE_LEVELS, Confidence, SignalWeights
 from ..store.base import Store
 from .fusion import Candidate, Fused, fuse
 from .keyword import keyword_scores
-from .query import expand_with_aliases, query_terms, select_terms
+from .query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from .recency import DEFAULT_RESOLUTION_S, recency_ranks
 
 
@@ -49,6 +49,7 @@ class RecallRequest:
     candidate_pool: int = 100
     recency_pool: int = 50
     max_query_terms: int = 8
+    max_query_postings: int | None = DEFAULT_MAX_POSTINGS
     recency_resolution_s: float = DEFAULT_RESOLUTION_S
 
 
@@ -69,7 +70,13 @@ def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
     return [label for label, level in CONFIDENCE_LEVELS.items() if level >= floor]
 
 
-def keyword_terms(store: Store, agent_ids: Sequence[str], query: str, max_terms: int) -> list[str]:
+def keyword_terms(
+    store: Store,
+    agent_ids: Sequence[str],
+    query: str,
+    max_terms: int,
+    max_postings: int | None = DEFAULT_MAX_POSTINGS,
+) -> list[str]:
     """Query terms after alias expansion and rarity capping, as sent to ``Store.keyword_search``."""
     terms = query_terms(query)
     if not terms:
@@ -79,7 +86,7 @@ def keyword_terms(store: Store, agent_ids: Sequence[str], query: str, max_terms:
     if groups:
         terms = expand_with_aliases(terms, groups)
     frequencies = store.document_frequencies(terms)
-    return select_terms(terms, frequencies, max_terms)
+    return select_terms(terms, frequencies, max_terms, max_postings)
 
 
 def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | None = None) -> RecallOutcome:
@@ -92,7 +99,9 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     terms: list[str] = []
     keyword_score: dict[str, float] = {}
     if request.query.strip() and weights.keyword > 0:
-        terms = keyword_terms(store, agent_ids, request.query, request.max_query_terms)
+        terms = keyword_terms(
+            store, agent_ids, request.query, request.max_query_terms, request.max_query_postings
+        )
         keyword_score = keyword_scores(store, agent_ids, request.query, terms, pool, confidences)
 
     vector_ids: list[str] = []
@@ -110,7 +119,12 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
 
     pool_ids = list(dict.fromkeys([*keyword_score, *vector_ids, *recent_ids]))
-    facts = {f.id: f for f in store.get_facts(pool_ids) if f.live and f.kind == "fact"}
+    allowed = None if confidences is None else set(confidences)
+    facts = {
+        f.id: f
+        for f in store.get_facts(pool_ids)
+        if f.live and f.kind == "fact" and (allowed is None or f.confidence in allowed)
+    }
     keyword_order = sorted(
         (fid for fid in keyword_score if fid in facts),
         key=lambda fid: (-keyword_score[fid], facts[fid].created_at, fid),

@@ -239,16 +239,36 @@ def expand_with_aliases(terms: Sequence[str], groups: Iterable[Sequence[str]]) -
     return list(dict.fromkeys([*terms, *extra]))
 
 
-def select_terms(terms: Sequence[str], document_frequency: Mapping[str, int], max_terms: int) -> list[str]:
-    """Keep at most ``max_terms`` terms that occur in the index, rarest first (ties: query order).
+DEFAULT_MAX_POSTINGS = 2000
+"""Posting budget of one keyword query: the rarest terms are kept while their document frequencies
+sum to at most this (the rarest term is always kept). BM25 in FTS5 costs about a microsecond per
+posting, so this bounds keyword latency at any store size; on small stores nothing is dropped."""
+
+
+def select_terms(
+    terms: Sequence[str],
+    document_frequency: Mapping[str, int],
+    max_terms: int,
+    max_postings: int | None = None,
+) -> list[str]:
+    """Keep the rarest terms (ties: query order) that occur in the index, within two caps.
+
+    * at most ``max_terms`` terms;
+    * their document frequencies sum to at most ``max_postings`` (the rarest term is always kept), so
+      a query never scans long posting lists of frequent words.
 
     Terms absent from the index cannot match and are dropped, so they never cost a posting-list scan.
     """
     ranked = sorted(
-        (
-            (document_frequency.get(t, 0), i, t)
-            for i, t in enumerate(terms)
-            if document_frequency.get(t, 0) > 0
-        )
+        (document_frequency.get(t, 0), i, t) for i, t in enumerate(terms) if document_frequency.get(t, 0) > 0
     )
-    return [t for _, _, t in ranked[:max_terms]]
+    kept: list[str] = []
+    postings = 0
+    for df, _, term in ranked:
+        if len(kept) >= max_terms:
+            break
+        if kept and max_postings is not None and postings + df > max_postings:
+            break
+        kept.append(term)
+        postings += df
+    return kept

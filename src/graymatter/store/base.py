@@ -78,6 +78,11 @@ class Store(Protocol):
     def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
         """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""
 
+    def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
+        """For each given live fact, the ids of the live ``fact``-kind facts of the same agent written
+        immediately before and after it (order ``created_at``, id), at most ``window`` per side, oldest
+        first, excluding the fact itself. Unknown or superseded ids are omitted."""
+
     def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
         """Live alias facts of the given namespaces, oldest first."""
 

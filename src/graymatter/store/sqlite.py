@@ -60,7 +60,7 @@ _MIGRATIONS: dict[int, list[str]] = {
             provenance TEXT NOT NULL DEFAULT '{}',
             embed_state INTEGER NOT NULL DEFAULT 0
         )""",
-        """CREATE INDEX facts_live_recent ON facts(agent_id, created_at DESC, id)
+        """CREATE INDEX facts_live_recent ON facts(agent_id, created_at, id)
            WHERE superseded_by IS NULL AND kind = 'fact'""",
         """CREATE INDEX facts_agent_text ON facts(agent_id, text)""",
         """CREATE INDEX facts_agent_kind ON facts(agent_id, kind, created_at)""",
@@ -102,6 +102,19 @@ _MIGRATIONS: dict[int, list[str]] = {
 }
 
 _CONFIDENCE_CODE = {"unverified": -1, "inferred": 0, "verified": 1}
+_KINDS = ("fact", "alias")
+_PROVENANCE_CACHE: dict[tuple[Any, ...], Provenance] = {}
+
+
+def _provenance(raw: dict[str, Any]) -> Provenance:
+    """A Provenance from its stored JSON object; validated once per distinct value, then cached."""
+    key = (raw.get("interface"), raw.get("client"), raw.get("token_id"), len(raw))
+    cached = _PROVENANCE_CACHE.get(key)
+    if cached is None:
+        cached = Provenance.model_validate(raw)
+        if len(_PROVENANCE_CACHE) < 1024:
+            _PROVENANCE_CACHE[key] = cached
+    return cached
 
 
 def _us(moment: datetime) -> int:
@@ -367,22 +380,29 @@ class SQLiteStore:
 
     @staticmethod
     def _fact(row: Sequence[Any]) -> Fact:
+        """Decode a trusted row without re-validation (hot path); malformed rows raise CorruptRecord."""
         try:
-            return Fact(
+            if row[3] not in _KINDS or row[12] not in _CONFIDENCE_CODE:
+                raise ValueError("unknown kind or confidence label")
+            equivalents = json.loads(row[4]) if row[4] else []
+            provenance = json.loads(row[13]) if row[13] else {}
+            if not isinstance(equivalents, list) or not isinstance(provenance, dict):
+                raise ValueError("malformed JSON column")
+            return Fact.model_construct(
                 id=row[0],
                 agent_id=row[1],
                 text=row[2],
                 kind=row[3],
-                equivalents=json.loads(row[4]) if row[4] else [],
+                equivalents=equivalents,
                 created_at=_dt(row[5]),
                 accessed_at=_dt(row[6]),
-                access_count=row[7],
-                weight=min(1.0, max(0.0, row[8])),
+                access_count=int(row[7]),
+                weight=min(1.0, max(0.0, float(row[8]))),
                 superseded_by=row[9],
                 pinned=bool(row[10]),
                 pinned_at=_dt(row[11]),
                 confidence=row[12],
-                provenance=Provenance.model_validate_json(row[13] or "{}"),
+                provenance=_provenance(provenance),
             )
         except (ValueError, TypeError) as exc:
             raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
@@ -564,6 +584,36 @@ class SQLiteStore:
                     list(chunk),
                 ).fetchall():
                     out.setdefault(by, []).append(fact_id)
+            return out
+
+        return self._read(work)
+
+    def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids or window <= 0:
+            return {}
+        live = "superseded_by IS NULL AND kind = 'fact'"
+
+        def work(c: sqlite3.Connection) -> dict[str, list[str]]:
+            out: dict[str, list[str]] = {}
+            for fact_id in ids:
+                row = c.execute(
+                    f"SELECT agent_id, created_at FROM facts WHERE id = ? AND {live}", (fact_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                agent, created = row
+                before = c.execute(
+                    f"SELECT id FROM facts INDEXED BY facts_live_recent WHERE agent_id = ? AND {live} "
+                    "AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
+                    (agent, created, fact_id, window),
+                ).fetchall()
+                after = c.execute(
+                    f"SELECT id FROM facts INDEXED BY facts_live_recent WHERE agent_id = ? AND {live} "
+                    "AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
+                    (agent, created, fact_id, window),
+                ).fetchall()
+                out[fact_id] = [r[0] for r in reversed(before)] + [r[0] for r in after]
             return out
 
         return self._read(work)

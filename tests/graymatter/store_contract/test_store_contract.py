@@ -239,3 +239,28 @@ def test_import_facts_skips_known_ids(store_factory: StoreFactory) -> None:
     assert store.import_facts([f1]) == (1, 0)
     assert store.import_facts([f1, fact("a", "new", 2)]) == (1, 1)
     assert len(store.list_facts("a")) == 2
+
+
+def test_neighbours_are_adjacent_live_facts_of_the_same_agent(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    facts = [fact("a", f"turn {i}", i) for i in range(7)]
+    store.add_facts(
+        [*facts, fact("b", "other agent", 3), fact("a", "alias", 3, kind="alias", equivalents=["x"])]
+    )
+    store.supersede([facts[4].id], "agent")
+    got = store.neighbours([facts[3].id, facts[0].id, facts[4].id, "unknown"], 2)
+    assert got == {
+        facts[3].id: [facts[1].id, facts[2].id, facts[5].id, facts[6].id],
+        facts[0].id: [facts[1].id, facts[2].id],
+    }
+    assert store.neighbours([facts[6].id], 1) == {facts[6].id: [facts[5].id]}
+    assert store.neighbours([facts[3].id], 0) == {}
+
+
+def test_terms_with_spaces_are_phrases(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    adjacent = fact("a", "the blue whale swims", 1)
+    apart = fact("a", "a whale that is blue", 2)
+    store.add_facts([adjacent, apart])
+    assert [h.fact_id for h in store.keyword_search(["a"], ["blue whale"], 10)] == [adjacent.id]
+    assert {h.fact_id for h in store.keyword_search(["a"], ["blue", "whale"], 10)} == {adjacent.id, apart.id}
