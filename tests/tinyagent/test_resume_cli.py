@@ -744,3 +744,44 @@ def test_hard_kill_during_a_tool_batch_resumes_from_the_previous_boundary(ws: Wo
     assert body["messages"][-1]["content"] == CONTINUATION_NOTICE
     assert "previous status Running" in result.stderr
     assert executed_markers(ws.project) == ["fresh-1", "started"]  # nothing replayed
+
+
+def test_time_limited_run_resumes_with_the_same_time_limit(ws: Workspace) -> None:
+    """Wall time is per invocation: a run stopped by --time-limit 1 continues under --time-limit 1."""
+    script = scripted(ws, "slow.json", [{"tool_calls": [bash_call("t1")]}, {"sleep": 30}])
+    fresh = ws.run(
+        "-t", TASK, "--provider", "scripted", "--base-url", script, "--cwd", ws.project,
+        "--time-limit", "1", "-o", "run.json",
+    )  # fmt: skip
+    assert fresh.returncode == 1, fresh.stderr
+    stopped = load(ws.root / "run.json")
+    assert stopped["exit_status"] == "TimeLimit"
+    assert stopped["timing"]["elapsed_seconds"] >= 1.0
+
+    done = scripted(ws, "done.json", [{"tool_calls": [submit_call()]}])
+    result = ws.run(
+        "--resume", "run.json", "--base-url", done, "--cwd", ws.project, "--time-limit", "1", "-o", "c.json"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "previous status TimeLimit" in result.stderr
+    assert len(scripted_requests(ws, "done.json")) == 1
+    assert executed_markers(ws.project) == ["t1"]
+
+
+def test_repeated_format_error_checkpoint_is_resumable(ws: Workspace) -> None:
+    script = scripted(ws, "chatty.json", [{"content": "thinking"}] * 3)
+    fresh = ws.run(
+        "-t", TASK, "--provider", "scripted", "--base-url", script, "--cwd", ws.project, "-o", "r.json"
+    )
+    assert fresh.returncode == 1
+    stopped = load(ws.root / "r.json")
+    assert stopped["exit_status"] == "RepeatedFormatError"
+    assert stopped["messages"][-1]["role"] == "user"  # the harness's nudge: a query boundary
+
+    done = scripted(ws, "done.json", [{"tool_calls": [submit_call("ok")]}])
+    result = ws.run("--resume", "r.json", "--base-url", done, "--cwd", ws.project, "-o", "c.json")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"
+    [request] = scripted_requests(ws, "done.json")
+    assert request["messages"][-1]["content"] == CONTINUATION_NOTICE
+    assert request["messages"][-2]["content"] == stopped["messages"][-1]["content"]
