@@ -76,7 +76,7 @@ def keyword_scores(
     context_window: int = CONTEXT_WINDOW,
     context_sources: int = CONTEXT_SOURCES,
 ) -> dict[str, float]:
-    """Keyword score per fact id (higher is better); insertion order = BM25 order of the base hits."""
+    """Keyword score per fact id (higher is better), at most ``limit`` candidates."""
     if not terms:
         return {}
     hits = store.keyword_search(agent_ids, terms, limit, confidences)
@@ -101,4 +101,7 @@ def keyword_scores(
                 loans[other] = loan
     for fact_id, loan in loans.items():
         scores[fact_id] = scores.get(fact_id, 0.0) + loan
-    return scores
+    if len(scores) <= limit:
+        return scores
+    # Neighbours joined the pool: keep it at ``limit`` candidates (stable: ties keep insertion order).
+    return dict(sorted(scores.items(), key=lambda item: -item[1])[:limit])
