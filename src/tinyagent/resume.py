@@ -700,6 +700,7 @@ def start_trajectory(plan: ResumePlan, *, now: str) -> Trajectory:
         source_sha256=plan.source_sha256,
         previous_status=checkpoint.exit_status,
         previous_submission=checkpoint.submission,
+        previous_detail=checkpoint.exit_detail,
         boundary_messages=len(checkpoint.messages),
         boundary_steps=checkpoint.totals.steps,
         resumed_at=now,

@@ -80,6 +80,7 @@ class ResumeProvenance(_Model):
     source_sha256: str
     previous_status: ExitStatus
     previous_submission: str | None = None
+    previous_detail: str | None = None  # the earlier run's exit_detail (one line, no transcript content)
     boundary_messages: int  # number of messages restored
     boundary_steps: int
     resumed_at: str  # RFC 3339 UTC

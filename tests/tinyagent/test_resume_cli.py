@@ -166,6 +166,7 @@ def test_resume_sends_restored_context_plus_notice_and_never_replays_tools(
     assert provenance["source_path"] == str(checkpoint.resolve())
     assert provenance["source_sha256"] == hashlib.sha256(source_bytes).hexdigest()
     assert provenance["previous_status"] == "StepLimit"
+    assert provenance["previous_detail"] == before["exit_detail"] and "step limit" in before["exit_detail"]
     assert provenance["boundary_messages"] == len(restored)
     assert provenance["boundary_steps"] == before["totals"]["steps"]
     assert after["limits"]["step_limit"] == 4
