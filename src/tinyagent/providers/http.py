@@ -48,9 +48,17 @@ ERROR_BODY_LIMIT = 8 * 1024
 _KEYLIKE = re.compile(r"\b(sk|rk|pk|key|sess)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _MODEL_MISSING = re.compile(
     r"model_not_found|model.{0,80}(not found|does not exist|not a valid model|unknown)|"
-    r"(unknown|invalid|no such|not a valid) model|not_found_error",
+    r"(unknown|invalid|no such|not a valid) model",
     re.IGNORECASE | re.DOTALL,
 )
+
+
+def _is_unknown_model(code: str, message: str) -> bool:
+    """OpenAI `model_not_found`, Ollama 'model "x" not found', OpenRouter 'not a valid model ID',
+    Anthropic not_found_error naming the model (a 404 for a wrong path does not name one)."""
+    if _MODEL_MISSING.search(f"{code} {message}"):
+        return True
+    return code == "not_found_error" and "model" in message.lower()
 
 
 @dataclass(frozen=True)
@@ -157,7 +165,7 @@ def error_for_status(
         return ProviderServerError(
             f"{provider}: server error (HTTP {status}) at {host}{suffix}", status=status
         )
-    if status in (400, 404, 422) and _MODEL_MISSING.search(f"{code} {message}"):
+    if status in (400, 404, 422) and _is_unknown_model(code, message):
         return ProviderModelNotFound(
             f"{provider}: unknown model (HTTP {status}) at {host}{suffix}; check -m/--model", status=status
         )

@@ -70,6 +70,11 @@ def _body(message: str, code: str | None = None) -> bytes:
             ProviderModelNotFound,
         ),
         (404, b"<html>Not Found</html>", ProviderRequestError),
+        (
+            404,
+            b'{"type":"error","error":{"type":"not_found_error","message":"Not Found"}}',
+            ProviderRequestError,
+        ),
         (400, _body("messages: roles must alternate"), ProviderRequestError),
         (422, _body("bad field"), ProviderRequestError),
         (429, _body("slow down"), ProviderRateLimited),
