@@ -2,7 +2,7 @@
 
 `HttpClient` wraps an httpx client with:
 
-- retries with exponential backoff and full jitter on 429, 5xx and connection errors, honouring
+- retries with jittered exponential backoff on 429, 5xx and connection errors, honouring
   `Retry-After` / `retry-after-ms` (seconds or an HTTP date, capped), bounded by a number of
   attempts and a total wait;
 - a single mapping from HTTP status to the ProviderError family (401/403 -> auth, unknown model ->
@@ -72,7 +72,7 @@ class RetryPolicy:
     retry_after_cap: float = 30.0
 
     def backoff(self, retry_number: int, rng: random.Random) -> float:
-        """Full-jitter exponential backoff for the n-th retry (1-based)."""
+        """Exponential backoff with jitter for the n-th retry (1-based): uniform in [c/2, c]."""
         ceiling = min(self.max_delay, self.base_delay * (2 ** (retry_number - 1)))
         return rng.uniform(ceiling / 2, ceiling)
 
