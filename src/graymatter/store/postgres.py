@@ -854,7 +854,7 @@ class PostgresStore:
             if not present:
                 return []
             idf = [_idf(docs, frequencies[s]) for s in present]
-            params: list[Any] = [present, idf, docs / tokens if tokens else 0.0,
+            params: list[Any] = [present, idf, tokens / docs if tokens else 1.0,
                                  tsquery_literal(sorted(set(present))), list(agent_ids)]  # fmt: skip
             confidence_clause = ""
             if confidences is not None:
@@ -862,11 +862,12 @@ class PostgresStore:
                 params.append(list(confidences))
             params.append(limit)
             rows = c.execute(
-                "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[]) AS q(stem, idf)),"
-                " p AS (SELECT %s::float8 AS inv_avgdl)"
+                "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[])"
+                " WITH ORDINALITY AS q(stem, idf, i)),"
+                " p AS (SELECT %s::float8 AS avgdl)"
                 " SELECT f.id, sum(q.idf * ((cardinality(u.positions) * "
                 f"{BM25_K1 + 1.0!r}) / (cardinality(u.positions) + {BM25_K1!r} * "
-                f"(1 - {BM25_B!r} + {BM25_B!r} * f.doc_len * p.inv_avgdl)))) AS s, f.created_at"
+                f"(1 - {BM25_B!r} + {BM25_B!r} * f.doc_len / p.avgdl))) ORDER BY q.i) AS s, f.created_at"
                 " FROM gm_facts f CROSS JOIN p CROSS JOIN LATERAL unnest(f.tsv) AS u"
                 " JOIN q ON q.stem = u.lexeme"
                 " WHERE f.tsv @@ %s::tsquery AND f.agent_id = ANY(%s)" + confidence_clause +

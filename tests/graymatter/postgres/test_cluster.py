@@ -72,7 +72,8 @@ class Client(threading.Thread):
             if i % 3 == 2:
                 new_text = f"client {self.number} revised fact {i} marker {marker} now final"
                 revised = self.call("POST", "/revise",
-                                    json={"agent_id": self.agent, "old_text": text, "new_text": new_text})  # fmt: skip
+                                    json={"agent_id": self.agent, "old_text": text,
+                                          "new_text": new_text})  # fmt: skip
                 if revised is not None and revised.status_code == 200:
                     body = revised.json()
                     self.acked[body["fact"]["id"]] = new_text
@@ -132,7 +133,8 @@ def test_four_servers_one_database_with_a_sigkill(pg_dsn: str, tmp_path: Path, s
     assert not errors, errors[:5]
     for client in clients:
         if client.checkpoints:
-            latest = httpx.get(survivor + "/checkpoints/latest", params={"agent_id": client.agent}, headers=auth(),
+            latest = httpx.get(survivor + "/checkpoints/latest", params={"agent_id": client.agent},
+                               headers=auth(),
                                timeout=30)  # fmt: skip
             assert latest.status_code == 200
     for server in servers[:3]:  # SIGTERM: graceful shutdown (uvicorn re-raises the signal once done)

@@ -97,29 +97,28 @@ def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers:
         from mcp.client.streamable_http import streamable_http_client
 
         results = {}
-        async with httpx2.AsyncClient(headers=h_alpha, timeout=30) as http_client:
-            async with Client(
-                streamable_http_client(url + "/mcp", http_client=http_client), mode="legacy"
-            ) as client:
-                results["add_beta"] = await client.call_tool(
-                    "memory_add", {"agent_id": "beta", "text": "intruder"}
-                )
-                results["search_beta"] = await client.call_tool(
-                    "memory_search", {"agent_id": "beta", "query": "secret"}
-                )
-                results["save_beta"] = await client.call_tool(
-                    "checkpoint_save", {"agent_id": "beta", "state": "{}"}
-                )
-                results["resume_beta"] = await client.call_tool("checkpoint_resume", {"agent_id": "beta"})
-                results["reflect_beta"] = await client.call_tool(
-                    "memory_reflect", {"agent_id": "beta", "action": "forget", "text": "beta secret plan"}
-                )
-                results["add_alpha"] = await client.call_tool(
-                    "memory_add", {"agent_id": "alpha", "text": "via mcp"}
-                )
-                results["search_alpha"] = await client.call_tool(
-                    "memory_search", {"agent_id": "alpha", "query": "mcp"}
-                )
+        async with httpx2.AsyncClient(headers=h_alpha, timeout=30) as http_client, Client(
+            streamable_http_client(url + "/mcp", http_client=http_client), mode="legacy"
+        ) as client:
+            results["add_beta"] = await client.call_tool(
+                "memory_add", {"agent_id": "beta", "text": "intruder"}
+            )
+            results["search_beta"] = await client.call_tool(
+                "memory_search", {"agent_id": "beta", "query": "secret"}
+            )
+            results["save_beta"] = await client.call_tool(
+                "checkpoint_save", {"agent_id": "beta", "state": "{}"}
+            )
+            results["resume_beta"] = await client.call_tool("checkpoint_resume", {"agent_id": "beta"})
+            results["reflect_beta"] = await client.call_tool(
+                "memory_reflect", {"agent_id": "beta", "action": "forget", "text": "beta secret plan"}
+            )
+            results["add_alpha"] = await client.call_tool(
+                "memory_add", {"agent_id": "alpha", "text": "via mcp"}
+            )
+            results["search_alpha"] = await client.call_tool(
+                "memory_search", {"agent_id": "alpha", "query": "mcp"}
+            )
         return results
 
     results = anyio.run(mcp_calls)
@@ -144,7 +143,8 @@ def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers:
     assert revoked.returncode == 0, revoked.stderr
     after = httpx.get(url + "/recall", params={"agent_id": "alpha", "q": "port"}, headers=h_alpha)
     assert after.status_code == 401
-    assert httpx.get(url + "/facts", params={"agent_id": "alpha"}, headers=auth("gm_" + "0" * 16 + "_" + "A" * 43)
+    bogus = auth("gm_" + "0" * 16 + "_" + "A" * 43)
+    assert httpx.get(url + "/facts", params={"agent_id": "alpha"}, headers=bogus
                      ).status_code == 401  # fmt: skip
     again = gm(pg_dsn, "token", "revoke", alpha["id"])
     assert again.returncode == 3 and "no active token" in again.stderr
