@@ -95,6 +95,7 @@ def _serve_http(args: argparse.Namespace, memory: Any) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(2048)  # connections queue from now on, so the address printed below is usable at once
     except OSError as exc:
         sock.close()
         from graymatter.errors import InvalidInput
