@@ -103,17 +103,16 @@ _MIGRATIONS: dict[int, list[str]] = {
 
 _CONFIDENCE_CODE = {"unverified": -1, "inferred": 0, "verified": 1}
 _KINDS = ("fact", "alias")
-_PROVENANCE_CACHE: dict[tuple[Any, ...], Provenance] = {}
+_PROVENANCE_CACHE: dict[str, Provenance] = {}
 
 
-def _provenance(raw: dict[str, Any]) -> Provenance:
-    """A Provenance from its stored JSON object; validated once per distinct value, then cached."""
-    key = (raw.get("interface"), raw.get("client"), raw.get("token_id"), len(raw))
-    cached = _PROVENANCE_CACHE.get(key)
+def _provenance(raw: str) -> Provenance:
+    """A Provenance from its stored JSON text; validated once per distinct text, then cached."""
+    cached = _PROVENANCE_CACHE.get(raw)
     if cached is None:
-        cached = Provenance.model_validate(raw)
-        if len(_PROVENANCE_CACHE) < 1024:
-            _PROVENANCE_CACHE[key] = cached
+        cached = Provenance.model_validate_json(raw)
+        if len(_PROVENANCE_CACHE) < 4096:
+            _PROVENANCE_CACHE[raw] = cached
     return cached
 
 
@@ -385,9 +384,8 @@ class SQLiteStore:
             if row[3] not in _KINDS or row[12] not in _CONFIDENCE_CODE:
                 raise ValueError("unknown kind or confidence label")
             equivalents = json.loads(row[4]) if row[4] else []
-            provenance = json.loads(row[13]) if row[13] else {}
-            if not isinstance(equivalents, list) or not isinstance(provenance, dict):
-                raise ValueError("malformed JSON column")
+            if not isinstance(equivalents, list):
+                raise ValueError("malformed equivalents column")
             return Fact.model_construct(
                 id=row[0],
                 agent_id=row[1],
@@ -402,7 +400,7 @@ class SQLiteStore:
                 pinned=bool(row[10]),
                 pinned_at=_dt(row[11]),
                 confidence=row[12],
-                provenance=_provenance(provenance),
+                provenance=_provenance(row[13] or "{}"),
             )
         except (ValueError, TypeError) as exc:
             raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
