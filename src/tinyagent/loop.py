@@ -16,7 +16,10 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
   loop continues; the third consecutive one ends the run with RepeatedFormatError.
 - Saves: the initial state before the first request, after every completed turn (tool batch or
   nudge) with status Running, and at termination. Nothing is saved between a reply and its tool
-  batch, so every saved file ends at a model-query boundary (the resume contract).
+  batch, so every saved file ends at a model-query boundary (the resume contract). In fresh mode a
+  checkpoint is written by a worker thread while the next request is in flight; it is always
+  finished before the next tool batch, before the next save and before the run returns. In resume
+  mode (`stop_on_save_failure`) every save is synchronous.
 - SIGINT/SIGTERM: a request in flight is abandoned, a running command's process group is killed, the
   batch is completed with "interrupted" results, and the run ends with Interrupted after saving.
 - Save failures: reported on stderr; the run continues (fresh mode) and the process exits nonzero, or
@@ -44,6 +47,23 @@ SaveFn = Callable[[Trajectory], None]
 PriceFn = Callable[[str, Usage], "float | None"]
 
 _IDLE, _QUERY, _TOOLS = "idle", "query", "tools"
+
+
+def _snapshot(traj: Trajectory) -> Trajectory:
+    """A copy safe to serialise while the loop goes on: every container the loop mutates is copied.
+
+    Messages are never mutated after they are appended, so they are shared, not deep-copied.
+    """
+    return traj.model_copy(
+        update={
+            "messages": list(traj.messages),
+            "totals": traj.totals.model_copy(),
+            "limits": traj.limits.model_copy(),
+            "timing": traj.timing.model_copy(),
+            "warnings": list(traj.warnings),
+            "resumed_from": list(traj.resumed_from),
+        }
+    )
 
 
 def utc_now() -> str:
@@ -91,6 +111,7 @@ class Agent:
         stop_on_save_failure: bool = False,
         price: PriceFn | None = None,
         handle_signals: bool = True,
+        overlap_saves: bool = True,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.provider = provider
@@ -108,6 +129,9 @@ class Agent:
         self._stop: tuple[ExitStatus, str] | None = None
         self._time_up = False
         self._started = 0.0
+        self.overlap_saves = overlap_saves
+        self._pending: threading.Thread | None = None
+        self._pending_error: BaseException | None = None
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trajectory: Trajectory) -> Trajectory:
@@ -191,6 +215,7 @@ class Agent:
                 continue
             format_errors = 0
 
+            self._finish_pending_save()  # the previous checkpoint is durable before any tool runs
             ending = self._run_batch(traj, step, reply.tool_calls)
             if ending is not None:
                 return ending
@@ -296,6 +321,8 @@ class Agent:
             traj.timing.ended_at = utc_now()
 
     def _save(self, traj: Trajectory) -> bool:
+        """Synchronous save (after any overlapped one has finished); reports a failure on stderr."""
+        self._finish_pending_save()
         if self.save is None:
             return True
         self.saves += 1
@@ -303,15 +330,49 @@ class Agent:
             self.save(traj)
             return True
         except Exception as exc:
-            self.save_failed = True
-            self.reporter.error(f"could not save the trajectory: {exc}")
+            self._report_save_failure(exc)
             return False
 
+    def _report_save_failure(self, exc: BaseException) -> None:
+        self.save_failed = True
+        self.reporter.error(f"could not save the trajectory: {exc}")
+
     def _checkpoint(self, traj: Trajectory) -> bool:
-        """Save a Running checkpoint; False means the run must stop (resume mode only)."""
+        """Save a Running checkpoint; False means the run must stop (resume mode only).
+
+        In fresh mode (`overlap_saves`) the write runs in a worker thread on a snapshot, overlapping the
+        next model request; `_finish_pending_save` joins it before any tool runs and before any other
+        save, so no tool effect ever precedes the durable checkpoint of the turn before it.
+        """
         self._stamp(traj)
+        if self.save is not None and self.overlap_saves and not self.stop_on_save_failure:
+            self._finish_pending_save()
+            self.saves += 1
+            snapshot = _snapshot(traj)
+            self._pending = threading.Thread(
+                target=self._save_in_background, args=(snapshot,), name="tinyagent-save", daemon=True
+            )
+            self._pending.start()
+            return True
         ok = self._save(traj)
         return ok or not self.stop_on_save_failure
+
+    def _save_in_background(self, snapshot: Trajectory) -> None:
+        assert self.save is not None
+        try:
+            self.save(snapshot)
+        except Exception as exc:
+            self._pending_error = exc
+
+    def _finish_pending_save(self) -> None:
+        """Wait for an overlapped save and report its failure (main thread only)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        pending.join()
+        error, self._pending_error = self._pending_error, None
+        if error is not None:
+            self._report_save_failure(error)
 
     # -- signals ----------------------------------------------------------------------------------
     def _on_stop_signal(self, signum: int, _frame: object) -> None:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import select
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -334,11 +336,10 @@ class Toolbox:
         reader.start()
         timed_out = False
         try:
-            proc.wait(timeout=self.timeout if self.timeout > 0 else None)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            proc.wait()
+            if not _wait_exit(proc, self.timeout):
+                timed_out = True
+                _kill_group(proc)
+                proc.wait()
         finally:
             self._proc = None
         reader.join(timeout=2.0)
@@ -402,6 +403,39 @@ class Toolbox:
     def _submit(self, arguments: dict[str, Any]) -> ToolResult:
         answer = self._str(arguments, "answer")
         return ToolResult("submitted", submission=answer)
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait for `proc` to exit within `timeout` seconds (<= 0: no limit); True if it exited.
+
+    On Linux this blocks on a pidfd (no polling loop, so no added latency per command); elsewhere
+    it falls back to `Popen.wait(timeout)`.
+    """
+    if timeout <= 0:
+        proc.wait()
+        return True
+    try:
+        pidfd = os.pidfd_open(proc.pid)  # type: ignore[attr-defined]
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout=timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        poller = select.poll()
+        poller.register(pidfd, select.POLLIN)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            if poller.poll(max(1, int(remaining * 1000))):
+                proc.wait()
+                return True
+    finally:
+        os.close(pidfd)
+    return proc.poll() is not None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
