@@ -360,3 +360,57 @@ def test_default_price_prefers_reported_cost_then_table_and_treats_ollama_as_fre
     assert default_price("openai")("no-such-model-xyz", usage) is None
     known = default_price("openai")("gpt-4.1-mini", usage)
     assert known is not None and known > 0
+
+
+@pytest.mark.parametrize("resume_mode", [False, True], ids=["fresh-overlapped", "resume-synchronous"])
+def test_a_checkpoint_is_complete_before_any_later_tool_or_save(tmp_path: Path, resume_mode: bool) -> None:
+    import threading
+    import time
+
+    events: list[str] = []
+    lock = threading.Lock()
+
+    def slow_save(traj: Trajectory) -> None:
+        with lock:
+            events.append(f"save-start {len(traj.messages)}")
+        time.sleep(0.05)
+        with lock:
+            events.append(f"save-end {len(traj.messages)}")
+
+    agent, traj, provider, _ = make(
+        tmp_path,
+        [NEVER_SUBMITS, NEVER_SUBMITS, reply(call("submit", answer="ok"))],
+        save=slow_save,
+        stop_on_save_failure=resume_mode,
+    )
+    original_complete = provider.complete
+
+    def recording_complete(*args, **kwargs):
+        with lock:
+            events.append("request")
+        return original_complete(*args, **kwargs)
+
+    provider.complete = recording_complete  # type: ignore[method-assign]
+    original_run = agent.toolbox.run
+
+    def recording_run(tool_call):
+        with lock:
+            events.append("tool")
+        return original_run(tool_call)
+
+    agent.toolbox.run = recording_run  # type: ignore[method-assign]
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.SUBMITTED
+    open_saves = 0
+    for event in events:
+        if event.startswith("save-start"):
+            assert open_saves == 0  # never two saves at once
+            open_saves += 1
+        elif event.startswith("save-end"):
+            open_saves -= 1
+        elif event == "tool":
+            assert open_saves == 0  # no tool runs while a checkpoint is still being written
+        elif event == "request" and resume_mode:
+            assert open_saves == 0  # resume mode: saves are synchronous
+    assert open_saves == 0
+    assert [e.split()[0] for e in events].count("save-start") == 4  # initial, 2 turns, final
