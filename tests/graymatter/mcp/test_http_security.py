@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graymatter.errors import InvalidInput
@@ -236,6 +236,7 @@ def test_parse_bind(address: str, expected: tuple[str, int]) -> None:
     assert parse_bind(address) == expected
 
 
+@settings(deadline=None)
 @given(st.text(max_size=30))
 def test_parse_bind_never_crashes_unexpectedly(address: str) -> None:
     try:

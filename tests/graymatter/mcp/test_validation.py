@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graymatter.mcp_server import ON_MISSING_ERROR, TOOL_SPECS, ToolFailure, validate_arguments
@@ -18,6 +18,7 @@ json_values = st.recursive(
 )
 
 
+@settings(deadline=None)
 @given(json_values.filter(lambda v: v not in ("error", "empty") or not isinstance(v, str)))
 def test_any_other_on_missing_value_is_refused_with_the_exact_text(value: Any) -> None:
     with pytest.raises(ToolFailure) as refused:
@@ -31,6 +32,7 @@ def test_the_two_on_missing_values_pass(value: str) -> None:
     assert parsed.on_missing == value  # type: ignore[attr-defined]
 
 
+@settings(deadline=None)
 @given(
     bad=json_values.filter(lambda v: not isinstance(v, str) or not v.strip()),
     which=st.sampled_from(["agent_id", "agent"]),
@@ -42,6 +44,7 @@ def test_each_given_identity_must_be_a_non_blank_string(bad: Any, which: str) ->
     assert str(refused.value) == f"{which} must be a non-blank string"
 
 
+@settings(deadline=None)
 @given(agent_id=st.text(min_size=1).filter(str.strip), agent=st.text(min_size=1).filter(str.strip))
 def test_valid_identities_are_used_unchanged_and_agent_id_wins(agent_id: str, agent: str) -> None:
     parsed = validate_arguments(
@@ -50,6 +53,7 @@ def test_valid_identities_are_used_unchanged_and_agent_id_wins(agent_id: str, ag
     assert parsed.agent_id == agent_id and parsed.agent == agent  # type: ignore[attr-defined]
 
 
+@settings(deadline=None)
 @given(st.dictionaries(st.text(max_size=8), json_values, max_size=4))
 def test_validation_never_raises_anything_but_a_tool_failure(arguments: dict[str, Any]) -> None:
     for spec in TOOL_SPECS:
