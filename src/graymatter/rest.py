@@ -586,8 +586,12 @@ class RestApp:
             if path_args is not None:
                 await _send(send, *await self._dispatch(route, path_args, scope, receive))
                 return
-        if any(r.match(m, path) is not None for r in ROUTES for m in ("GET", "POST")) or path == "/metrics":
-            await _send(send, *_error(405, "method_not_allowed", f"{method} is not allowed on {path}"))
+        allowed = sorted({m for r in ROUTES for m in ("GET", "POST") if r.match(m, path) is not None})
+        if path == "/metrics":
+            allowed = ["GET"]
+        if allowed:
+            await _send(send, *_error(405, "method_not_allowed", f"{method} is not allowed on {path}",
+                                      {"allow": ", ".join(allowed)}))  # fmt: skip
             return
         await _send(send, *_error(404, "not_found", f"no route {path}"))
 
@@ -735,6 +739,9 @@ def build_app(
                 await _send(observed_send, *await health())
             elif path == "/openapi.json" and method == "GET":
                 await _send(observed_send, 200, openapi_body, {"content-type": "application/json"})
+            elif path in ("/healthz", "/openapi.json"):
+                await _send(observed_send, *_error(405, "method_not_allowed", f"{method} is not allowed on {path}",
+                                                   {"allow": "GET"}))  # fmt: skip
             else:
                 await secured(scope, receive, observed_send)
         finally:
