@@ -62,8 +62,8 @@ def build_provider(
 
     from tinyagent.providers import get_provider, resolve_api_key, resolve_endpoint
 
-    base_url = resolve_endpoint(settings.provider, flag_base_url, settings.base_url)
-    api_key = resolve_api_key(settings.provider, env) or settings.api_key
+    base_url = resolve_endpoint(settings.provider, flag_base_url, settings.base_url, env)
+    api_key = resolve_api_key(settings.provider, env, settings.api_key)
     return get_provider(
         settings.provider,
         model=settings.model,

@@ -246,3 +246,48 @@ def test_any_config_text_parses_or_fails_with_config_error(tmp_path_factory, tex
         assert "\n" not in str(exc)
     else:
         assert isinstance(parsed, ConfigFile)
+
+
+@pytest.mark.parametrize(
+    ("flag", "env", "config", "expected"),
+    [
+        (
+            "http://127.0.0.1:1/v1",
+            {"OPENAI_BASE_URL": "http://127.0.0.1:2/v1"},
+            "http://127.0.0.1:3/v1",
+            "http://127.0.0.1:1/v1/chat/completions",
+        ),
+        (
+            None,
+            {"OPENAI_BASE_URL": "http://127.0.0.1:2/v1"},
+            "http://127.0.0.1:3/v1",
+            "http://127.0.0.1:2/v1/chat/completions",
+        ),
+        (None, {}, "http://127.0.0.1:3/v1", "http://127.0.0.1:3/v1/chat/completions"),
+        (None, {}, None, "https://api.openai.com/v1/chat/completions"),
+    ],
+    ids=["flag", "environment", "config", "default"],
+)
+def test_endpoint_precedence_through_build_provider(
+    home: dict[str, str], project: Path, flag, env, config, expected
+) -> None:
+    from tinyagent.runner import build_provider
+
+    if config:
+        write_user(home, f"providers:\n  openai:\n    base_url: {config}\n    api_key: sk-config\n")
+    environ = {**home, **env, "OPENAI_API_KEY": "sk-env"}
+    resolved = resolve_settings(args(cwd=str(project)), environ)
+    provider = build_provider(resolved, flag, environ)
+    try:
+        assert provider.url == expected
+    finally:
+        provider.close()
+
+
+def test_api_key_environment_beats_config(home: dict[str, str], project: Path) -> None:
+    from tinyagent.providers import resolve_api_key
+
+    write_user(home, "providers:\n  anthropic:\n    api_key: sk-config\n")
+    resolved = resolve_settings(args(cwd=str(project), provider="anthropic"), home)
+    assert resolve_api_key("anthropic", {}, resolved.api_key) == "sk-config"
+    assert resolve_api_key("anthropic", {"ANTHROPIC_API_KEY": "sk-env"}, resolved.api_key) == "sk-env"
