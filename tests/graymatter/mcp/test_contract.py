@@ -99,7 +99,7 @@ def test_search_add_alias_batch_success_paths(connect: Any, agent: str) -> None:
         receipt = explained["explained"][0]
         assert receipt["fact_id"] == explained["facts"][0]["id"]
         assert receipt["ranks"]["keyword_rank"] >= 1
-        assert receipt["interface"] == "mcp"
+        assert receipt["interface"] == "mcp" and receipt["client"]  # provenance: the handshake's clientInfo
         assert "keyword_rank" in text
 
         batch, text = await s.ok(
