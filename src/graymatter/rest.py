@@ -740,8 +740,10 @@ def build_app(
             elif path == "/openapi.json" and method == "GET":
                 await _send(observed_send, 200, openapi_body, {"content-type": "application/json"})
             elif path in ("/healthz", "/openapi.json"):
-                await _send(observed_send, *_error(405, "method_not_allowed", f"{method} is not allowed on {path}",
-                                                   {"allow": "GET"}))  # fmt: skip
+                refusal = _error(
+                    405, "method_not_allowed", f"{method} is not allowed on {path}", {"allow": "GET"}
+                )
+                await _send(observed_send, *refusal)
             else:
                 await secured(scope, receive, observed_send)
         finally:

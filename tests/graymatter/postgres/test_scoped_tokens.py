@@ -97,9 +97,10 @@ def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers:
         from mcp.client.streamable_http import streamable_http_client
 
         results = {}
-        async with httpx2.AsyncClient(headers=h_alpha, timeout=30) as http_client, Client(
-            streamable_http_client(url + "/mcp", http_client=http_client), mode="legacy"
-        ) as client:
+        async with (
+            httpx2.AsyncClient(headers=h_alpha, timeout=30) as http_client,
+            Client(streamable_http_client(url + "/mcp", http_client=http_client), mode="legacy") as client,
+        ):
             results["add_beta"] = await client.call_tool(
                 "memory_add", {"agent_id": "beta", "text": "intruder"}
             )
