@@ -18,6 +18,7 @@ import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -292,13 +293,16 @@ class Toolbox:
 
     def _read_text(self, path: Path) -> str:
         try:
-            size = path.stat().st_size
+            info = path.stat()
         except FileNotFoundError as exc:
             raise _BadArguments(f"file not found: {path}") from exc
         except OSError as exc:
             raise _BadArguments(f"cannot access {path}: {exc.strerror}") from exc
-        if path.is_dir():
+        if stat.S_ISDIR(info.st_mode):
             raise _BadArguments(f"{path} is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise _BadArguments(f"{path} is not a regular file (device, FIFO or socket); use bash")
+        size = info.st_size
         if size > MAX_READ_BYTES:
             raise _BadArguments(f"{path} is {size} bytes; the limit is {MAX_READ_BYTES} (use bash: head/sed)")
         try:

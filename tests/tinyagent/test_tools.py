@@ -155,6 +155,7 @@ def test_edit_file_refuses_absent_or_ambiguous_text_and_leaves_file_unchanged(
         ("binary", {"path": "b.bin"}, "is not UTF-8 text"),
         ("text", {"path": "t.txt", "offset": 0}, "argument 'offset' must be a positive integer"),
         ("text", {"path": ""}, "argument 'path' must not be empty"),
+        ("fifo", {"path": "pipe"}, "is not a regular file"),
     ],
 )
 def test_read_file_errors_are_results(box: Toolbox, tmp_path: Path, setup, arguments, expected) -> None:
@@ -164,6 +165,8 @@ def test_read_file_errors_are_results(box: Toolbox, tmp_path: Path, setup, argum
         (tmp_path / "b.bin").write_bytes(b"\xff\xfe\x00")
     elif setup == "text":
         (tmp_path / "t.txt").write_text("x")
+    elif setup == "fifo":
+        os.mkfifo(tmp_path / "pipe")
     result = box.run(ToolCall(id="c", name="read_file", arguments=json.dumps(arguments)))
     assert result.is_error
     assert expected in result.content
