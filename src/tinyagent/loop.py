@@ -195,6 +195,12 @@ class Agent:
                 return ExitStatus.PROVIDER_ERROR, f"unexpected provider failure ({type(exc).__name__})"
             self._account(traj, completion.usage)
             reply = completion.message
+            usage = completion.usage
+            self.reporter.progress(
+                f"step {step}: reply with {len(reply.tool_calls)} tool call(s); tokens: input "
+                f"{usage.input_tokens:,}, output {usage.output_tokens:,}, "
+                f"cache read {usage.cache_read_tokens:,}"
+            )
             if reply.role != "assistant":
                 reply = reply.model_copy(update={"role": "assistant"})
             traj.messages.append(reply)
