@@ -414,3 +414,30 @@ def test_a_checkpoint_is_complete_before_any_later_tool_or_save(tmp_path: Path, 
             assert open_saves == 0  # resume mode: saves are synchronous
     assert open_saves == 0
     assert [e.split()[0] for e in events].count("save-start") == 4  # initial, 2 turns, final
+
+
+def test_sigint_in_process_abandons_the_request_and_saves(tmp_path: Path) -> None:
+    import os
+    import signal
+    import threading
+
+    agent, traj, provider, _ = make(tmp_path, [NEVER_SUBMITS, {"sleep": 30, **NEVER_SUBMITS}])
+    original = provider.complete
+    fired: list[bool] = []
+
+    def complete_then_signal(*args, **kwargs):
+        if len(provider.requests) == 1:  # the second request: interrupt it while it sleeps
+            timer = threading.Timer(0.2, lambda: (fired.append(True), os.kill(os.getpid(), signal.SIGINT)))
+            timer.start()
+        return original(*args, **kwargs)
+
+    provider.complete = complete_then_signal  # type: ignore[method-assign]
+    previous = signal.getsignal(signal.SIGINT)
+    agent.run(traj)
+    assert fired == [True]
+    assert signal.getsignal(signal.SIGINT) is previous  # handlers restored
+    assert traj.exit_status is ExitStatus.INTERRUPTED
+    assert traj.exit_detail == "interrupted by SIGINT"
+    assert traj.totals.steps == 2
+    assert_paired(traj)
+    assert saved(tmp_path) == traj
