@@ -33,6 +33,7 @@ A reply is a dict (all keys optional):
     split         streamed tool-call argument fragments per call (default 3; 1 = whole, Ollama style)
     usage_chunk   Chat streaming: "empty" (choices: []), "null" (choices: null), "absent" (no choices
                   key) or "none" (no usage chunk even when asked); default "empty"
+    ignore_stream answer with one JSON document even when the request asked for a stream
     crlf          use CRLF line endings in the SSE stream
     comments      interleave SSE comment lines / Anthropic pings (default True)
 
@@ -306,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_raw(200, b'{"id": "broken", "choices": [', "application/json")
             return
         reply_no = stub.script.consumed
-        if stream:
+        if stream and not reply.get("ignore_stream"):
             events = _STREAMERS[wire](reply, body, reply_no)
             self._send_stream(events, reply)
         else:

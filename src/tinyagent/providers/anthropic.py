@@ -17,7 +17,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
-from tinyagent.providers.history import WireIds, anthropic_safe_id, check_pairing, system_text
+from tinyagent.providers.history import (
+    WireIds,
+    anthropic_safe_id,
+    check_pairing,
+    distinct_call_ids,
+    system_text,
+)
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
@@ -190,7 +196,7 @@ class AnthropicProvider:
         def consume(events: Iterator[SSEEvent], progress: StreamProgress) -> Completion:
             return self._consume(events, progress, on_text)
 
-        return self._http.post_sse(self.url, body, consume)
+        return self._http.post_sse(self.url, body, consume, on_json=self._parse)
 
     # response --------------------------------------------------------------------------------
     def _error(self, error: Any) -> ProviderError:
@@ -234,7 +240,7 @@ class AnthropicProvider:
         message = Message(
             role="assistant",
             content="".join(text) or None,
-            tool_calls=calls,
+            tool_calls=distinct_call_ids(calls),
             provider_state={STATE_KEY: {"thinking": thinking}} if thinking else None,
         )
         return Completion(

@@ -18,9 +18,16 @@ import re
 from collections.abc import Callable, Sequence
 
 from tinyagent.providers.base import ProviderRequestError
-from tinyagent.types import Message
+from tinyagent.types import Message, ToolCall
 
-__all__ = ["ANTHROPIC_ID_PATTERN", "WireIds", "anthropic_safe_id", "check_pairing", "system_text"]
+__all__ = [
+    "ANTHROPIC_ID_PATTERN",
+    "WireIds",
+    "anthropic_safe_id",
+    "check_pairing",
+    "distinct_call_ids",
+    "system_text",
+]
 
 ANTHROPIC_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 
@@ -112,3 +119,20 @@ class WireIds:
 def system_text(messages: Sequence[Message]) -> str:
     """All system messages joined (providers that take the system prompt out of band)."""
     return "\n\n".join(m.content or "" for m in messages if m.role == "system" and m.content)
+
+
+def distinct_call_ids(calls: Sequence[ToolCall]) -> list[ToolCall]:
+    """The calls of one reply with usable ids: an empty id becomes `call_<position>` and a repeated
+    one gets `_2`, `_3`... (some backends repeat ids; the next request would otherwise be refused)."""
+    seen: set[str] = set()
+    out: list[ToolCall] = []
+    for position, call in enumerate(calls):
+        call_id = call.id or f"call_{position}"
+        if call_id in seen:
+            n = 2
+            while f"{call_id}_{n}" in seen:
+                n += 1
+            call_id = f"{call_id}_{n}"
+        seen.add(call_id)
+        out.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+    return out

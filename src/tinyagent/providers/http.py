@@ -245,9 +245,17 @@ class HttpClient:
         return self._with_retries(url, attempt)
 
     def post_sse(
-        self, url: str, body: Mapping[str, Any], consume: Callable[[Iterator[SSEEvent], StreamProgress], T]
+        self,
+        url: str,
+        body: Mapping[str, Any],
+        consume: Callable[[Iterator[SSEEvent], StreamProgress], T],
+        on_json: Callable[[Any], T] | None = None,
     ) -> T:
-        """POST and hand the event stream to `consume`; retried while `progress.handed_out` is False."""
+        """POST and hand the event stream to `consume`; retried while `progress.handed_out` is False.
+
+        A server that ignores `stream` and answers with one JSON document goes to `on_json` (the
+        adapter's non-streaming parser, which also recognises an error document).
+        """
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
 
@@ -257,8 +265,16 @@ class HttpClient:
                     raise self._error(response.status_code, _read_limited(response), url, response.headers)
                 ctype = response.headers.get("content-type", "")
                 if "text/event-stream" not in ctype and "json" in ctype:
-                    # Some servers answer a streaming request with a JSON error document.
-                    raise self._error(502, _read_limited(response), url, response.headers)
+                    if on_json is None:
+                        raise self._error(502, _read_limited(response), url, response.headers)
+                    response.read()
+                    try:
+                        data = response.json()
+                    except ValueError:
+                        raise ProviderProtocolError(
+                            f"{self.provider}: response from {urlsplit(url).netloc} is not valid JSON"
+                        ) from None
+                    return on_json(data)
                 return consume(iter_sse_bytes(response.iter_bytes()), progress)
 
         return self._with_retries(url, attempt)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderProtocolError
-from tinyagent.providers.history import WireIds, check_pairing
+from tinyagent.providers.history import WireIds, check_pairing, distinct_call_ids
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
@@ -146,7 +146,7 @@ class OpenAIChatProvider:
         def consume(events: Iterator[SSEEvent], progress: StreamProgress) -> Completion:
             return self._consume(events, progress, on_text)
 
-        return self._http.post_sse(self.url, body, consume)
+        return self._http.post_sse(self.url, body, consume, on_json=self._parse)
 
     # response --------------------------------------------------------------------------------
     def _embedded_error(self, error: Any) -> Exception:
@@ -177,7 +177,7 @@ class OpenAIChatProvider:
         message = Message(
             role="assistant",
             content=_text(raw.get("content")),
-            tool_calls=calls,
+            tool_calls=distinct_call_ids(calls),
             provider_state={STATE_KEY: {"provider": self.name, **state}} if state else None,
         )
         return Completion(
@@ -271,7 +271,7 @@ class OpenAIChatProvider:
         message = Message(
             role="assistant",
             content="".join(text) if text else None,
-            tool_calls=tool_calls,
+            tool_calls=distinct_call_ids(tool_calls),
             provider_state={STATE_KEY: {"provider": self.name, **state}} if state else None,
         )
         return Completion(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
-from tinyagent.providers.history import WireIds, check_pairing, system_text
+from tinyagent.providers.history import WireIds, check_pairing, distinct_call_ids, system_text
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
@@ -156,7 +156,7 @@ class ResponsesProvider:
         def consume(events: Iterator[SSEEvent], progress: StreamProgress) -> Completion:
             return self._consume(events, progress, on_text)
 
-        return self._http.post_sse(self.url, body, consume)
+        return self._http.post_sse(self.url, body, consume, on_json=self._parse)
 
     # response --------------------------------------------------------------------------------
     def _error(self, error: Any) -> ProviderError:
@@ -209,7 +209,7 @@ class ResponsesProvider:
         message = Message(
             role="assistant",
             content="".join(text) or None,
-            tool_calls=calls,
+            tool_calls=distinct_call_ids(calls),
             provider_state={STATE_KEY: {"reasoning": reasoning}} if reasoning else None,
         )
         return Completion(

@@ -1,0 +1,47 @@
+"""Backend quirks the adapters absorb instead of failing the run."""
+
+from __future__ import annotations
+
+import pytest
+
+from tinyagent.providers.history import distinct_call_ids
+from tinyagent.types import Message, ToolCall
+
+PROMPT = [Message(role="user", content="hi")]
+PROVIDERS = ["openai", "anthropic", "codex"]
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_json_answer_to_a_streaming_request_is_parsed(stub, make, name):
+    stub.add(
+        {
+            "text": "plain json",
+            "tool_calls": [{"name": "bash", "arguments": {"command": "ls"}}],
+            "ignore_stream": True,
+        }
+    )
+    completion = make(name).complete(PROMPT, [], stream=True, on_text=lambda _: None)
+    assert stub.requests[0].stream is True
+    assert completion.message.content == "plain json"
+    assert [c.name for c in completion.message.tool_calls] == ["bash"]
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize("stream", [False, True])
+def test_repeated_ids_within_one_reply_are_made_distinct(stub, make, name, stream):
+    calls = [{"name": "bash", "arguments": {"command": c}, "id": "dup"} for c in ("a", "b", "c")]
+    stub.add({"tool_calls": calls})
+    completion = make(name).complete(PROMPT, [], stream=stream)
+    assert [c.id for c in completion.message.tool_calls] == ["dup", "dup_2", "dup_3"]
+
+
+def test_distinct_call_ids_keeps_good_ids_and_fills_empty_ones():
+    calls = [
+        ToolCall(id="", name="a"),
+        ToolCall(id="x", name="b"),
+        ToolCall(id="x", name="c"),
+        ToolCall(id="x_2", name="d"),
+    ]
+    assert [c.id for c in distinct_call_ids(calls)] == ["call_0", "x", "x_2", "x_2_2"]
+    good = [ToolCall(id="p", name="a"), ToolCall(id="q", name="b")]
+    assert distinct_call_ids(good) == good
