@@ -173,3 +173,65 @@ def test_time_limit_abandons_a_slow_http_request(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "finished: status TimeLimit (time limit reached during a model request)" in stderr
     assert load_json(out)["exit_status"] == "TimeLimit"
+
+
+WRITE_HELLO = {"tool_calls": [{"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]}
+SUBMIT = {"tool_calls": [{"name": "submit", "arguments": {"answer": "done"}}]}
+
+
+@pytest.mark.parametrize(
+    ("provider", "faults"),
+    [
+        ("openai", [{"fault": "429", "retry_after": "0"}, {"fault": "500"}]),
+        ("anthropic", [{"fault": "503", "retry_after": "0"}, {"fault": "drop"}]),
+        ("codex", [{"fault": "drop"}, {"fault": "429", "retry_after": "0"}]),
+    ],
+)
+def test_transient_faults_are_retried_and_the_run_still_succeeds(
+    tmp_path: Path, provider: str, faults
+) -> None:
+    with ProviderStub([*faults, WRITE_HELLO, SUBMIT]) as stub:
+        proc, out = _start(tmp_path, provider, stub.base_url(provider), "--no-stream")
+        stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert stdout == "done\n"
+    assert (tmp_path / "work" / "hello.txt").read_text() == "hi\n"
+    trajectory = load_json(out)
+    assert trajectory["totals"]["steps"] == 2  # retries are not steps
+
+
+@pytest.mark.parametrize(
+    ("reply", "detail"),
+    [
+        (
+            {
+                "fault": "status",
+                "status": 401,
+                "error": {"error": {"message": "invalid key", "type": "auth"}},
+            },
+            "ProviderAuthError",
+        ),
+        (
+            {
+                "fault": "status",
+                "status": 404,
+                "error": {"error": {"message": "The model does not exist", "code": "model_not_found"}},
+            },
+            "ProviderModelNotFound",
+        ),
+    ],
+    ids=["401", "unknown-model"],
+)
+def test_auth_and_unknown_model_end_with_provider_error(tmp_path: Path, reply, detail: str) -> None:
+    with ProviderStub([reply]) as stub:
+        proc, out = _start(tmp_path, "openai", stub.base_url("openai"))
+        stdout, stderr = proc.communicate(timeout=60)
+        attempts = len(stub.requests)
+    assert proc.returncode == 1
+    assert stdout == ""
+    assert attempts == 1  # never retried
+    trajectory = load_json(out)
+    assert trajectory["exit_status"] == "ProviderError"
+    assert trajectory["exit_detail"].startswith(detail)
+    assert "test-key" not in stderr
+    assert "Traceback" not in stderr
