@@ -46,10 +46,11 @@ class ConfigError(ValueError):
 
 
 class ProviderConfig(BaseModel):
-    """Per-provider endpoint and credentials (user config or --config file only)."""
+    """Per-provider default model, endpoint and credentials (endpoint/key: user config or --config only)."""
 
     model_config = ConfigDict(extra="forbid")
 
+    model: str | None = None
     base_url: str | None = None
     api_key: str | None = Field(default=None, repr=False)
 
@@ -253,9 +254,7 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
     provider = pick("provider", str, DEFAULT_PROVIDER)
     if provider not in PROVIDERS:
         raise ConfigError(f"unknown provider {provider!r}; use one of: {', '.join(PROVIDERS)}")
-    model = pick("model", str, None) or DEFAULT_MODELS[provider]
-    if model == DEFAULT_MODELS[provider] and sources.get("model") == "default":
-        sources["model"] = "default for provider"
+    model = _pick_model(args, env, layers, provider, sources)
     agents_md = pick("agents_md", str, DEFAULTS["agents_md"])
     if agents_md not in ("auto", "off"):
         raise ConfigError(f"invalid AGENTS.md mode {agents_md!r}; use auto or off")
@@ -302,6 +301,45 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         config_files=tuple(label for label, _ in layers),
         sources=sources,
     )
+
+
+def _pick_model(
+    args: Any,
+    env: Mapping[str, str],
+    layers: list[tuple[str, ConfigFile]],
+    provider: str,
+    sources: dict[str, str],
+) -> str:
+    """Model: flag > environment > config (see below) > the provider's default model.
+
+    A top-level config `model` belongs to the configured provider: it is used only when the chosen
+    provider is the one the config files select (or the default provider when they select none).
+    Otherwise, and when no top-level model applies, `providers.<name>.model` of the chosen provider
+    is used, so `--provider X` never inherits a model name meant for another provider.
+    """
+    flag = getattr(args, "model", None)
+    if flag:
+        sources["model"] = "flag"
+        return str(flag)
+    from_env = _env_value(env, "model", str)
+    if from_env:
+        sources["model"] = "environment"
+        return str(from_env)
+    configured_provider = next(
+        (layer.provider for _label, layer in reversed(layers) if layer.provider is not None), DEFAULT_PROVIDER
+    )
+    if configured_provider == provider:
+        for label, layer in reversed(layers):
+            if layer.model is not None:
+                sources["model"] = label
+                return layer.model
+    for label, layer in reversed(layers):
+        entry = layer.providers.get(provider)
+        if entry is not None and entry.model is not None:
+            sources["model"] = f"{label} (providers.{provider}.model)"
+            return entry.model
+    sources["model"] = "default for provider"
+    return DEFAULT_MODELS[provider]
 
 
 def _warn_if_key_exposed(path: Path, config: ConfigFile) -> None:

@@ -291,3 +291,26 @@ def test_api_key_environment_beats_config(home: dict[str, str], project: Path) -
     resolved = resolve_settings(args(cwd=str(project), provider="anthropic"), home)
     assert resolve_api_key("anthropic", {}, resolved.api_key) == "sk-config"
     assert resolve_api_key("anthropic", {"ANTHROPIC_API_KEY": "sk-env"}, resolved.api_key) == "sk-env"
+
+
+def test_a_configured_model_belongs_to_the_configured_provider(home: dict[str, str], project: Path) -> None:
+    write_user(
+        home,
+        "provider: anthropic\nmodel: claude-opus-4-1\nproviders:\n  openai:\n    model: gpt-4.1\n"
+        "  ollama:\n    model: llama3.2\n",
+    )
+    assert resolve_settings(args(cwd=str(project)), home).model == "claude-opus-4-1"
+    # another provider chosen by flag or environment never inherits the anthropic model name
+    assert resolve_settings(args(cwd=str(project), provider="openai"), home).model == "gpt-4.1"
+    env = {**home, "TINYAGENT_PROVIDER": "ollama"}
+    assert resolve_settings(args(cwd=str(project)), env).model == "llama3.2"
+    assert resolve_settings(args(cwd=str(project), provider="codex"), home).model == DEFAULT_MODELS["codex"]
+    # an explicit model always wins
+    assert resolve_settings(args(cwd=str(project), provider="openai", model="o3"), home).model == "o3"
+
+
+def test_project_config_may_choose_a_per_provider_model(home: dict[str, str], project: Path) -> None:
+    (project / ".tinyagent.yaml").write_text("providers:\n  openai:\n    model: gpt-4.1-nano\n")
+    resolved = resolve_settings(args(cwd=str(project)), home)
+    assert resolved.model == "gpt-4.1-nano"
+    assert resolved.sources["model"].endswith("(providers.openai.model)")
