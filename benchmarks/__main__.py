@@ -36,6 +36,7 @@ REGISTRY: tuple[str, ...] = (
     "mcp_roundtrip",  # gm-mcp
     "agent_overhead",  # ta-providers
     "trajectory_save",  # ta-core
+    "resume_validate",  # ta-resume
     "postgres_scale",  # gm-postgres
 )
 

@@ -122,7 +122,7 @@ def test_runner_lists_every_registered_benchmark(tmp_path: Path) -> None:
     proc = _runner("--list", results=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == list(REGISTRY)
-    for name in ("mcp_roundtrip", "agent_overhead", "trajectory_save", "postgres_scale"):
+    for name in ("mcp_roundtrip", "agent_overhead", "trajectory_save", "resume_validate", "postgres_scale"):
         assert name in REGISTRY
 
 
