@@ -102,6 +102,7 @@ class Memory:
         self._closed = False
         self._threads: builtins.list[threading.Thread] = []
         self._threads_lock = threading.Lock()
+        self._inflight: set[str] = set()
         self._consolidation_slots = threading.BoundedSemaphore(self.config.max_async_consolidations)
         self._on_consolidate_error = on_consolidate_error
         self.last_consolidation_error: str | None = None
@@ -300,12 +301,20 @@ class Memory:
             self._consolidate_in_background(agent_id)
 
     def _consolidate_in_background(self, agent_id: str) -> None:
-        if self._closed or not self._consolidation_slots.acquire(blocking=False):
-            return  # at most max_async_consolidations run at once; extra triggers are dropped
+        with self._threads_lock:
+            if self._closed or agent_id in self._inflight:
+                return  # one cycle per namespace at a time in this process
+            if not self._consolidation_slots.acquire(blocking=False):
+                return  # at most max_async_consolidations run at once; extra triggers are dropped
+            self._inflight.add(agent_id)
+        with contextlib.suppress(GraymatterError):
+            self.store.reset_write_counter(agent_id)  # writes during the cycle count towards the next one
 
         def run() -> None:
             try:
-                self.consolidate(agent_id)
+                report = consolidate(self.store, agent_id, self.config, self.summariser)
+                if report.summariser_error:
+                    self.last_consolidation_error = f"summariser: {report.summariser_error}"
             except Exception as exc:
                 self.last_consolidation_error = f"{type(exc).__name__}: {exc}"
                 if self._on_consolidate_error is not None:
@@ -314,8 +323,10 @@ class Memory:
                     log.warning("background consolidation of %r failed: %s", agent_id, exc)
             finally:
                 self._consolidation_slots.release()
-                with self._threads_lock, contextlib.suppress(ValueError):
-                    self._threads.remove(threading.current_thread())
+                with self._threads_lock:
+                    self._inflight.discard(agent_id)
+                    with contextlib.suppress(ValueError):
+                        self._threads.remove(threading.current_thread())
 
         thread = threading.Thread(target=run, name=f"graymatter-consolidate-{agent_id[:32]}", daemon=True)
         with self._threads_lock:

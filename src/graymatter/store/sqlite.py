@@ -140,9 +140,19 @@ def _chunks(items: Sequence[T], size: int = 500) -> Iterable[Sequence[T]]:
         yield items[start : start + size]
 
 
+def _fts_safe(term: str) -> str:
+    """Drop what SQLite cannot carry inside a quoted FTS5 string: NUL and lone surrogates."""
+    cleaned = term.replace("\x00", " ")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in cleaned):
+        cleaned = "".join(" " if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in cleaned)
+    return cleaned.replace('"', '""')
+
+
 def fts_match_expression(terms: Sequence[str]) -> str:
-    """An FTS5 MATCH expression OR-ing the terms, each quoted so no input can be FTS5 syntax."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in terms)
+    """An FTS5 MATCH expression OR-ing the terms, each quoted so no input can be FTS5 syntax.
+
+    A term with several words is a phrase (words adjacent, in order)."""
+    return " OR ".join('"' + _fts_safe(term) + '"' for term in terms)
 
 
 def validate_database_file(path: Path) -> None:
