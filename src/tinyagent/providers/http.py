@@ -38,13 +38,14 @@ from tinyagent.providers.base import (
     ProviderRequestError,
     ProviderServerError,
 )
-from tinyagent.providers.sse import SSEEvent, iter_sse_bytes
+from tinyagent.providers.sse import SSEError, SSEEvent, iter_sse_bytes
 
 __all__ = ["HttpClient", "RetryPolicy", "StreamProgress", "error_for_status", "parse_retry_after"]
 
 T = TypeVar("T")
 
 ERROR_BODY_LIMIT = 8 * 1024
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # a whole non-streamed answer; SSE lines are bounded in sse.py
 _KEYLIKE = re.compile(r"\b(sk|rk|pk|key|sess)[-_][A-Za-z0-9_\-*.]{6,}", re.IGNORECASE)
 _MODEL_MISSING = re.compile(
     r"model_not_found|model.{0,80}(not found|does not exist|not a valid model|unknown)|"
@@ -232,15 +233,11 @@ class HttpClient:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
 
         def attempt(progress: StreamProgress) -> Any:
-            response = self._client.post(url, content=payload, headers={"content-type": "application/json"})
-            if response.status_code >= 400:
-                raise self._error(response.status_code, response.content, url, response.headers)
-            try:
-                return response.json()
-            except ValueError:
-                raise ProviderProtocolError(
-                    f"{self.provider}: response from {urlsplit(url).netloc} is not valid JSON"
-                ) from None
+            headers = {"content-type": "application/json"}
+            with self._client.stream("POST", url, content=payload, headers=headers) as response:
+                if response.status_code >= 400:
+                    raise self._error(response.status_code, _read_limited(response), url, response.headers)
+                return self._json(response, url)
 
         return self._with_retries(url, attempt)
 
@@ -267,19 +264,29 @@ class HttpClient:
                 if "text/event-stream" not in ctype and "json" in ctype:
                     if on_json is None:
                         raise self._error(502, _read_limited(response), url, response.headers)
-                    response.read()
-                    try:
-                        data = response.json()
-                    except ValueError:
-                        raise ProviderProtocolError(
-                            f"{self.provider}: response from {urlsplit(url).netloc} is not valid JSON"
-                        ) from None
-                    return on_json(data)
+                    return on_json(self._json(response, url))
                 return consume(iter_sse_bytes(response.iter_bytes()), progress)
 
         return self._with_retries(url, attempt)
 
     # internals -------------------------------------------------------------------------------
+    def _json(self, response: httpx.Response, url: str) -> Any:
+        """The whole body as JSON, refusing bodies over MAX_RESPONSE_BYTES."""
+        data = bytearray()
+        for chunk in response.iter_bytes():
+            data.extend(chunk)
+            if len(data) > MAX_RESPONSE_BYTES:
+                host = urlsplit(url).netloc
+                raise ProviderProtocolError(
+                    f"{self.provider}: response from {host} exceeds {MAX_RESPONSE_BYTES} bytes"
+                )
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise ProviderProtocolError(
+                f"{self.provider}: response from {urlsplit(url).netloc} is not valid JSON"
+            ) from None
+
     def _error(self, status: int, body: bytes, url: str, headers: Mapping[str, str]) -> ProviderError:
         error = error_for_status(
             status, body, provider=self.provider, url=url, key_hint=self._key_hint, api_key=self._api_key
@@ -301,6 +308,8 @@ class HttpClient:
                 error = _connection_error(self.provider, url, exc)
             except httpx.DecodingError:
                 error = ProviderProtocolError(f"{self.provider}: response body could not be decoded")
+            except SSEError as exc:
+                error = ProviderProtocolError(f"{self.provider}: malformed event stream ({exc})")
             if not error.retryable or progress.handed_out or retry_number >= policy.max_retries:
                 raise _attempts_note(error, retry_number)
             retry_number += 1

@@ -12,7 +12,13 @@ import codecs
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["SSEEvent", "SSEParser", "iter_sse", "iter_sse_bytes"]
+__all__ = ["MAX_PENDING", "SSEError", "SSEEvent", "SSEParser", "iter_sse", "iter_sse_bytes"]
+
+MAX_PENDING = 16 * 1024 * 1024  # bytes of one unfinished line or event; more is a broken stream
+
+
+class SSEError(ValueError):
+    """The stream cannot be a sane event stream (a line or event beyond MAX_PENDING)."""
 
 
 @dataclass(frozen=True)
@@ -27,7 +33,9 @@ class SSEEvent:
 class SSEParser:
     """Incremental parser: feed text chunks, get complete events back."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_pending: int = MAX_PENDING) -> None:
+        self._max_pending = max_pending
+        self._pending_size = 0
         self._buffer = ""
         self._data: list[str] = []
         self._event: str | None = None
@@ -62,6 +70,8 @@ class SSEParser:
                 start = i + 1
             i += 1
         self._buffer = text[start:]
+        if len(self._buffer) + self._pending_size > self._max_pending:
+            raise SSEError(f"an event exceeds {self._max_pending} characters")
         return events
 
     def _line(self, line: str) -> SSEEvent | None:
@@ -74,6 +84,7 @@ class SSEParser:
             value = value[1:]
         if name == "data":
             self._data.append(value)
+            self._pending_size += len(value) + 1
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
@@ -83,23 +94,23 @@ class SSEParser:
 
     def _dispatch(self) -> SSEEvent | None:
         data, event = self._data, self._event
-        self._data, self._event = [], None
+        self._data, self._event, self._pending_size = [], None, 0
         if not data:
             return None
         return SSEEvent(data="\n".join(data), event=event or None, id=self._last_id)
 
 
-def iter_sse(chunks: Iterable[str]) -> Iterator[SSEEvent]:
+def iter_sse(chunks: Iterable[str], max_pending: int = MAX_PENDING) -> Iterator[SSEEvent]:
     """Parse an iterable of text chunks into events."""
-    parser = SSEParser()
+    parser = SSEParser(max_pending)
     for chunk in chunks:
         yield from parser.feed(chunk)
 
 
-def iter_sse_bytes(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
+def iter_sse_bytes(chunks: Iterable[bytes], max_pending: int = MAX_PENDING) -> Iterator[SSEEvent]:
     """Parse raw bytes (UTF-8, possibly split inside a character) into events."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    parser = SSEParser()
+    parser = SSEParser(max_pending)
     for chunk in chunks:
         text = decoder.decode(chunk)
         if text:

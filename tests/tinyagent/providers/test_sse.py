@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent.providers.sse import SSEEvent, SSEParser, iter_sse, iter_sse_bytes
+from tinyagent.providers.sse import SSEError, SSEEvent, SSEParser, iter_sse, iter_sse_bytes
 
 # Field values may not contain line breaks; anything else (including ":" and unicode) is fair game.
 line_text = st.text(
@@ -98,3 +99,11 @@ def test_trailing_event_without_blank_line_is_discarded():
 
 def test_done_sentinel_is_plain_data():
     assert list(iter_sse(["data: [DONE]\n\n"])) == [SSEEvent(data="[DONE]")]
+
+
+def test_unbounded_line_or_event_is_refused():
+    with pytest.raises(SSEError):
+        list(iter_sse(["data: " + "x" * 50], max_pending=32))
+    with pytest.raises(SSEError):
+        list(iter_sse(["data: aaaaaaaaaa\n"] * 10, max_pending=32))
+    assert list(iter_sse(["data: aaaaaaaaaa\n\n"] * 10, max_pending=32)) == [SSEEvent(data="a" * 10)] * 10
