@@ -87,6 +87,8 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX gm_facts_tsv ON gm_facts USING gin (tsv)",
         """CREATE INDEX gm_facts_live_recent ON gm_facts (agent_id, created_at DESC, id)
            WHERE superseded_by IS NULL AND kind = 'fact'""",
+        """CREATE INDEX gm_facts_live_sequence ON gm_facts (agent_id, created_at, id)
+           WHERE superseded_by IS NULL AND kind = 'fact'""",
         "CREATE INDEX gm_facts_agent_text ON gm_facts (agent_id, md5(text))",
         "CREATE INDEX gm_facts_agent_kind ON gm_facts (agent_id, kind, created_at, id)",
         "CREATE INDEX gm_facts_created ON gm_facts (created_at, id)",
@@ -97,6 +99,16 @@ _MIGRATIONS: dict[int, list[str]] = {
             shard smallint NOT NULL,
             df bigint NOT NULL,
             PRIMARY KEY (term, shard)
+        )""",
+        """CREATE TABLE gm_postings (
+            term text NOT NULL,
+            agent_id text NOT NULL,
+            fact_id text NOT NULL,
+            tf integer NOT NULL,
+            doc_len integer NOT NULL,
+            created_at timestamptz NOT NULL,
+            confidence text NOT NULL,
+            PRIMARY KEY (term, agent_id, fact_id) INCLUDE (tf, doc_len, created_at, confidence)
         )""",
         """CREATE TABLE gm_fts_stats (
             shard smallint PRIMARY KEY,
@@ -451,15 +463,24 @@ class PostgresStore:
         if not fact_ids:
             return
         rows = c.execute(
-            "SELECT tsvector_to_array(tsv), doc_len FROM gm_facts WHERE id = ANY(%s) AND tsv IS NOT NULL",
+            "SELECT id, agent_id, tsvector_to_array(tsv), doc_len FROM gm_facts"
+            " WHERE id = ANY(%s) AND tsv IS NOT NULL",
             (list(fact_ids),),
         ).fetchall()
         terms: Counter[str] = Counter()
         tokens = 0
-        for lexemes, doc_len in rows:
+        postings: list[tuple[str, str, str]] = []
+        for fact_id, agent_id, lexemes, doc_len in rows:
             for lexeme in lexemes:
                 terms[lexeme] -= 1
+                postings.append((lexeme, agent_id, fact_id))
             tokens -= doc_len
+        postings.sort()
+        c.execute(
+            "DELETE FROM gm_postings p USING unnest(%s::text[], %s::text[], %s::text[]) AS u(t, a, f)"
+            " WHERE p.term = u.t AND p.agent_id = u.a AND p.fact_id = u.f",
+            ([p[0] for p in postings], [p[1] for p in postings], [p[2] for p in postings]),
+        )
         c.execute(
             "UPDATE gm_facts SET tsv = NULL, doc_len = 0 WHERE id = ANY(%s) AND tsv IS NOT NULL",
             (list(fact_ids),),
@@ -480,6 +501,7 @@ class PostgresStore:
         terms: Counter[str] = Counter()
         tokens = 0
         rows = []
+        postings: list[tuple[str, str, str, int, int, datetime, str]] = []
         for fact, state in zip(facts, states, strict=True):
             if "\x00" in fact.text:
                 raise InvalidInput("fact text contains a NUL character, which PostgreSQL cannot store")
@@ -489,8 +511,15 @@ class PostgresStore:
             if found is not None:
                 places, doc_len = found
                 tsv = tsvector_literal(places)
-                terms.update({_clip_lexeme(s): 1 for s in places})
+                counts: Counter[str] = Counter()
+                for stem, where in places.items():
+                    counts[_clip_lexeme(stem)] += len(where)
+                terms.update(dict.fromkeys(counts, 1))
                 tokens += doc_len
+                postings.extend(
+                    (stem, fact.agent_id, fact.id, tf, doc_len, fact.created_at, fact.confidence)
+                    for stem, tf in counts.items()
+                )
             rows.append((
                 fact.id, fact.agent_id, fact.text, fact.kind,
                 json.dumps(fact.equivalents, ensure_ascii=False) if fact.equivalents else None,
@@ -506,6 +535,15 @@ class PostgresStore:
                 "embed_state, "
                 "tsv, doc_len) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s::tsvector,%s)",
                 rows,
+            )
+        if postings:
+            postings.sort(key=lambda p: (p[0], p[1], p[2]))
+            columns = list(zip(*postings, strict=True))
+            c.execute(
+                "INSERT INTO gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence)"
+                " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::int[],"
+                " %s::timestamptz[], %s::text[])",
+                [list(col) for col in columns],
             )
         self._adjust_stats(c, terms, len(indexed), tokens)
 
@@ -854,24 +892,22 @@ class PostgresStore:
             if not present:
                 return []
             idf = [_idf(docs, frequencies[s]) for s in present]
-            params: list[Any] = [present, idf, tokens / docs if tokens else 1.0,
-                                 tsquery_literal(sorted(set(present))), list(agent_ids)]  # fmt: skip
+            params: list[Any] = [present, idf, tokens / docs if tokens else 1.0, list(agent_ids)]
             confidence_clause = ""
             if confidences is not None:
-                confidence_clause = " AND f.confidence = ANY(%s)"
+                confidence_clause = " AND p.confidence = ANY(%s)"
                 params.append(list(confidences))
             params.append(limit)
             rows = c.execute(
                 "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[])"
-                " WITH ORDINALITY AS q(stem, idf, i)),"
-                " p AS (SELECT %s::float8 AS avgdl)"
-                " SELECT f.id, sum(q.idf * ((cardinality(u.positions) * "
-                f"{BM25_K1 + 1.0!r}) / (cardinality(u.positions) + {BM25_K1!r} * "
-                f"(1 - {BM25_B!r} + {BM25_B!r} * f.doc_len / p.avgdl))) ORDER BY q.i) AS s, f.created_at"
-                " FROM gm_facts f CROSS JOIN p CROSS JOIN LATERAL unnest(f.tsv) AS u"
-                " JOIN q ON q.stem = u.lexeme"
-                " WHERE f.tsv @@ %s::tsquery AND f.agent_id = ANY(%s)" + confidence_clause +
-                " GROUP BY f.id, f.created_at ORDER BY s DESC, f.created_at, f.id LIMIT %s",
+                " WITH ORDINALITY AS q(stem, idf, i))"
+                " SELECT p.fact_id, sum(q.idf * ((p.tf * "
+                f"{BM25_K1 + 1.0!r}) / (p.tf + {BM25_K1!r} * "
+                f"(1 - {BM25_B!r} + {BM25_B!r} * p.doc_len / %s))) ORDER BY q.i) AS s,"
+                " min(p.created_at) AS created"
+                " FROM q JOIN gm_postings p ON p.term = q.stem"
+                " WHERE p.agent_id = ANY(%s)" + confidence_clause +
+                " GROUP BY p.fact_id ORDER BY s DESC, created, p.fact_id LIMIT %s",
                 params,
             ).fetchall()  # fmt: skip
             return [ScoredId(r[0], float(r[1])) for r in rows]
