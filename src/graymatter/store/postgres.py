@@ -8,14 +8,20 @@ Ranking parity with the SQLite store
 ------------------------------------
 The keyword signal must rank exactly like SQLite's FTS5 ``bm25()``. So this backend does not use a
 PostgreSQL text-search dictionary at all: text is tokenised and Porter-stemmed by SQLite's own FTS5
-``porter unicode61 remove_diacritics 2`` tokenizer, run in process on an in-memory SQLite database, and
-the resulting lexemes (with their counts) are stored as a ``tsvector`` with a GIN index. Matching uses
-that index; the score is FTS5's BM25 formula (k1 = 1.2, b = 0.75, idf floor 1e-6) computed in SQL from
-the stored term counts, the document length and corpus statistics that every write keeps transactionally
-up to date (``gm_terms`` document frequencies and ``gm_fts_stats`` totals, both sharded 16 ways so that
-concurrent writers rarely wait on the same counter row). Like FTS5, statistics cover live facts of every
-namespace. Known bound: a term's count within one fact saturates at 256 (PostgreSQL keeps at most 256
-positions per lexeme), where BM25's term-frequency curve is already flat.
+``porter unicode61 remove_diacritics 2`` tokenizer, run in process on an in-memory SQLite database.
+The stems are stored twice, in one transaction with the fact:
+
+* as a ``tsvector`` with token positions and a GIN index, which answers phrase terms (adjacent stems);
+* as rows of ``gm_postings`` (stem, agent, fact, term count, document length), a covering B-tree that
+  scores single-word terms without touching the facts table.
+
+The score is FTS5's BM25 (k1 = 1.2, b = 0.75, idf floor 1e-6, summed in query-term order with FTS5's
+floating-point operation order, so scores are bit-identical) over corpus statistics that every write
+keeps transactionally up to date: ``gm_terms`` document frequencies and ``gm_fts_stats`` totals, both
+sharded 16 ways so that concurrent writers rarely wait on the same counter row. Like FTS5, statistics
+cover live facts of every namespace. Known bound: phrase matching sees at most 256 positions per stem
+and positions up to 16,383 (PostgreSQL's tsvector limits), which only matters for facts of many
+thousand words.
 
 Vectors live in ``gm_vectors`` (pgvector, cosine) with an HNSW index built for the dimension of the
 current embedding model; searches use pgvector's iterative index scan in strict order so that namespace
