@@ -208,7 +208,10 @@ class HttpClient:
         api_key: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        plain_http: bool = False,
     ) -> None:
+        """`plain_http`: the endpoint is http:// (local Ollama, a stub), so no TLS context is built;
+        loading the CA store costs ~40 ms of start-up and would never be used."""
         self.provider = provider
         self.retry = retry or RetryPolicy()
         self._key_hint = key_hint
@@ -221,6 +224,7 @@ class HttpClient:
             headers=all_headers,
             timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)),
             follow_redirects=False,
+            verify=not plain_http,
         )
         self.sleeps: list[float] = []  # every backoff actually waited, for accounting and tests
 

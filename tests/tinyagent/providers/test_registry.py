@@ -156,3 +156,17 @@ def test_importing_the_registry_does_not_import_httpx_or_adapters():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_https_endpoints_verify_certificates_and_plain_http_skips_tls_setup():
+    import ssl
+
+    secure = get_provider("openai", model="m", env={"OPENAI_API_KEY": "k"})
+    local = get_provider("ollama", model="m", env={})
+    try:
+        # httpx keeps the SSL context on the connection pool of its default transport
+        assert secure._http._client._transport._pool._ssl_context.verify_mode == ssl.CERT_REQUIRED
+        assert local._http._client._transport._pool._ssl_context.verify_mode == ssl.CERT_NONE
+    finally:
+        secure.close()
+        local.close()
