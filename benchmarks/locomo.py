@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from benchmarks.bm25_baseline import BM25Index
@@ -22,6 +22,7 @@ K = 10
 DEPTH = 50  # ranks scored for MRR (hit@10 uses the first 10)
 REFERENCE = {"bm25_hit_at_10": 0.671, "bm25_mrr": 0.453, "best_fusion_hit_at_10": 0.680}
 TARGET = {"hit_at_10": 0.72, "mrr": 0.50}
+DEFAULT_LABEL = "graymatter default (keyword-only, offline)"
 
 
 def _bm25_system(conv: Conversation) -> Ranker:
@@ -30,38 +31,69 @@ def _bm25_system(conv: Conversation) -> Ranker:
     return lambda query: [ids[i] for i in index.search(query, DEPTH)]
 
 
-def _graymatter_system(label: str, **recall_options: Any) -> Callable[[Conversation], Ranker]:
+def _open_conversation(conv: Conversation) -> Any:
+    """A keyword-only store holding the conversation's turns (built once per run, then reused)."""
     from graymatter import Memory
     from graymatter.config import MemoryConfig
 
-    def build(conv: Conversation) -> Ranker:
-        directory = cache_dir() / "locomo" / label / conv.sample_id
+    memory = _open.get(conv.sample_id)
+    if memory is None:
+        directory = cache_dir() / "locomo" / conv.sample_id
         memory = Memory(directory, config=MemoryConfig(async_consolidate=False), embedder=None)
-        by_text: dict[str, list[str]] = {}
-        for turn in conv.turns:
-            by_text.setdefault(turn.fact_text, []).append(turn.dia_id)
         if not memory.list(conv.sample_id):
             memory.remember_many(conv.sample_id, [t.fact_text for t in conv.turns])
+        _open[conv.sample_id] = memory
+    return memory
+
+
+def _turn_ids(conv: Conversation) -> dict[str, list[str]]:
+    by_text: dict[str, list[str]] = {}
+    for turn in conv.turns:
+        by_text.setdefault(turn.fact_text, []).append(turn.dia_id)
+    return by_text
+
+
+def _default_system(conv: Conversation) -> Ranker:
+    """``Memory.recall`` exactly as shipped (default config, keyword-only embedder)."""
+    memory = _open_conversation(conv)
+    by_text = _turn_ids(conv)
+
+    def rank(query: str) -> list[str]:
+        ranked: list[str] = []
+        for hit in memory.recall(conv.sample_id, query, top_k=DEPTH):
+            ranked.extend(by_text[hit.text])  # identical turn texts are deduplicated by recall
+        return ranked
+
+    return rank
+
+
+def _variant_system(**changes: Any) -> Callable[[Conversation], Ranker]:
+    """The same pipeline with one setting changed (an ablation), run through ``run_recall``."""
+    from graymatter.retrieval.pipeline import RecallRequest, run_recall
+
+    def build(conv: Conversation) -> Ranker:
+        memory = _open_conversation(conv)
+        by_text = _turn_ids(conv)
+        defaults = RecallRequest(agent_ids=(conv.sample_id,), query="", top_k=DEPTH)
 
         def rank(query: str) -> list[str]:
-            hits = memory.recall(conv.sample_id, query, top_k=DEPTH, **recall_options)
+            request = replace(defaults, query=query, **changes)
             ranked: list[str] = []
-            for hit in hits:
-                ranked.extend(by_text[hit.text])  # identical turn texts are deduplicated by recall
+            for item in run_recall(memory.store, request).results:
+                ranked.extend(by_text[item.candidate.fact.text])
             return ranked
 
-        _open.append(memory)
         return rank
 
     return build
 
 
-_open: list[Any] = []
+_open: dict[str, Any] = {}
 
 
 def _close_all() -> None:
     while _open:
-        _open.pop().close()
+        _open.popitem()[1].close()
 
 
 def _row(label: str, scores: Scores, seconds: float, queries: int) -> list[object]:
@@ -84,11 +116,12 @@ def run(quick: bool) -> dict[str, Any]:
 
     systems: list[tuple[str, Callable[[Conversation], Ranker]]] = [
         ("FTS5 BM25 baseline (same run)", _bm25_system),
-        ("graymatter default (keyword-only, offline)", _graymatter_system("default")),
-        (
-            "graymatter keyword signal alone (weights 1/0/0)",
-            _graymatter_system("keyword", weights=SignalWeights(keyword=1.0, vector=0.0, recency=0.0)),
-        ),
+        (DEFAULT_LABEL, _default_system),
+        ("  ablation: no conversation context", _variant_system(context_weight=0.0)),
+        ("  ablation: no phrase bonus", _variant_system(phrase_weight=0.0)),
+        ("  ablation: neither (plain BM25 ranks)", _variant_system(context_weight=0.0, phrase_weight=0.0)),
+        ("  ablation: strict recency ranks", _variant_system(recency_resolution_s=0.0)),
+        ("  ablation: recency weight 0", _variant_system(weights=SignalWeights(recency=0.0))),
     ]
     queries = sum(len(c.questions) for c in conversations)
     results: dict[str, Any] = {"conversations": [c.sample_id for c in conversations], "questions": queries}
@@ -116,7 +149,7 @@ def run(quick: bool) -> dict[str, Any]:
     table = print_table(
         f"LoCoMo turn retrieval, {len(conversations)} conversations, {queries} questions", headers, rows
     )
-    default = results["graymatter default (keyword-only, offline)"]["overall"]
+    default = results[DEFAULT_LABEL]["overall"]
     results["target"] = TARGET
     results["reference"] = REFERENCE
     results["target_met"] = bool(
@@ -128,5 +161,4 @@ def run(quick: bool) -> dict[str, Any]:
         + (" (quick run: one conversation only)" if quick else "")
     )
     results["tables"] = [table]
-    results["data"] = str(Path(conversations and "locomo-dev.json"))
     return results

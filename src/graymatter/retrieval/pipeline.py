@@ -21,7 +21,7 @@ from typing import Protocol
 from ..models import CONFIDENCE_LEVELS, Confidence, SignalWeights
 from ..store.base import Store
 from .fusion import Candidate, Fused, fuse
-from .keyword import keyword_scores
+from .keyword import CONTEXT_SOURCES, CONTEXT_WEIGHT, CONTEXT_WINDOW, PHRASE_WEIGHT, keyword_scores
 from .query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from .recency import DEFAULT_RESOLUTION_S, recency_ranks
 
@@ -51,6 +51,10 @@ class RecallRequest:
     max_query_terms: int = 8
     max_query_postings: int | None = DEFAULT_MAX_POSTINGS
     recency_resolution_s: float = DEFAULT_RESOLUTION_S
+    phrase_weight: float = PHRASE_WEIGHT
+    context_weight: float = CONTEXT_WEIGHT
+    context_window: int = CONTEXT_WINDOW
+    context_sources: int = CONTEXT_SOURCES
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,18 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         terms = keyword_terms(
             store, agent_ids, request.query, request.max_query_terms, request.max_query_postings
         )
-        keyword_score = keyword_scores(store, agent_ids, request.query, terms, pool, confidences)
+        keyword_score = keyword_scores(
+            store,
+            agent_ids,
+            request.query,
+            terms,
+            pool,
+            confidences,
+            phrase_weight=request.phrase_weight,
+            context_weight=request.context_weight,
+            context_window=request.context_window,
+            context_sources=request.context_sources,
+        )
 
     vector_ids: list[str] = []
     vector_used = False
