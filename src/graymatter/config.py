@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from .errors import InvalidInput
 from .models import Confidence, SignalWeights
 
 EmbeddingMode = Literal["keyword", "auto", "ollama", "openai", "onnx", "hashing"]
@@ -100,4 +101,10 @@ class MemoryConfig(BaseModel):
         if values.get("summariser") in ("off", "none"):
             values.pop("summariser")
         values.update(overrides)
-        return cls.model_validate(values)
+        try:
+            return cls.model_validate(values)
+        except ValueError as exc:  # pydantic ValidationError: name the setting, never echo secrets
+            errors = getattr(exc, "errors", lambda: [])()
+            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else "configuration"
+            variable = next((var for var, field in mapping.items() if field == where), where)
+            raise InvalidInput(f"invalid setting {variable}: {errors[0]['msg'] if errors else exc}") from None
