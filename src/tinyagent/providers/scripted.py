@@ -128,7 +128,7 @@ class ScriptedProvider:
     ) -> Completion:
         """Return the next scripted reply (after its optional sleep) or raise its scripted error."""
         step = len(self.requests) + 1
-        self.requests.append([m.model_copy(deep=True) for m in messages])
+        self.requests.append(list(messages))  # the loop never mutates a message once appended
         if self.record is not None:
             entry = {
                 "step": step,
