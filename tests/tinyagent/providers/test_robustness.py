@@ -45,3 +45,15 @@ def test_distinct_call_ids_keeps_good_ids_and_fills_empty_ones():
     assert [c.id for c in distinct_call_ids(calls)] == ["call_0", "x", "x_2", "x_2_2"]
     good = [ToolCall(id="p", name="a"), ToolCall(id="q", name="b")]
     assert distinct_call_ids(good) == good
+
+
+@pytest.mark.parametrize(("name", "fault_at"), [("openai", 3), ("openrouter", 3), ("codex", 6)])
+def test_error_event_in_the_middle_of_a_stream_is_a_server_error(stub, make, name, fault_at):
+    # OpenRouter-style `{"error": {...}}` chunk / Responses `error` event after text reached the caller.
+    from tinyagent.providers.base import ProviderServerError
+
+    stub.add({"text": "abcdefghi", "fault": "stream_error", "fault_at": fault_at}, {"text": "unused"})
+    pieces: list[str] = []
+    with pytest.raises(ProviderServerError, match="Overloaded"):
+        make(name).complete(PROMPT, [], stream=True, on_text=pieces.append)
+    assert pieces and len(stub.requests) == 1
