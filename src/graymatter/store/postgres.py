@@ -275,6 +275,7 @@ class PostgresStore:
         self.url = redact_url(self._dsn)
         self._tokenizer = FtsTokenizer()
         self._closed = False
+        self._defer_index = False
         try:
             self.pool = ConnectionPool(
                 self._dsn,
@@ -577,17 +578,47 @@ class PostgresStore:
                 f"vector dimension {dim} differs from the stored vectors' ({row[0]}); re-embed first"
             )
         c.execute("DROP INDEX IF EXISTS gm_vectors_hnsw")
-        c.execute(
-            pgsql.SQL(
-                "CREATE INDEX gm_vectors_hnsw ON gm_vectors"
-                " USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
-            ).format(dim=pgsql.Literal(dim))
-        )
+        if not self._defer_index:
+            c.execute(
+                pgsql.SQL(
+                    "CREATE INDEX gm_vectors_hnsw ON gm_vectors"
+                    " USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+                ).format(dim=pgsql.Literal(dim))
+            )
         c.execute(
             "INSERT INTO gm_meta (key, value) VALUES ('embedding_dim', %s) "
             "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
             (str(dim),),
         )
+
+    @contextlib.contextmanager
+    def deferred_vector_index(self) -> Iterator[None]:
+        """Bulk loading: drop the HNSW index, and build it once at the end (much faster than per row).
+
+        Searches stay correct meanwhile (exact scans); the index is rebuilt even if loading fails.
+        """
+        self._write(lambda c: c.execute("DROP INDEX IF EXISTS gm_vectors_hnsw"))
+        self._defer_index = True
+        try:
+            yield
+        finally:
+            self._defer_index = False
+
+            def rebuild(c: psycopg.Connection[Any]) -> None:
+                row = c.execute("SELECT value FROM gm_meta WHERE key = 'embedding_dim'").fetchone()
+                if row is not None:
+                    c.execute(
+                        pgsql.SQL(
+                            "CREATE INDEX IF NOT EXISTS gm_vectors_hnsw ON gm_vectors"
+                            " USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+                        ).format(dim=pgsql.Literal(int(row[0])))
+                    )
+
+            self._write(rebuild)
+
+    def analyze(self) -> None:
+        """Refresh planner statistics (after a bulk load; autovacuum does this eventually)."""
+        self._read(lambda c: c.execute("ANALYZE"))
 
     def add_facts(
         self,

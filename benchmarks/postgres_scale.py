@@ -1,0 +1,287 @@
+"""PostgreSQL at scale: recall p50/p99 next to SQLite at the same sizes, and mixed-load throughput of
+1, 2 and 4 `graymatter serve` processes on one database.
+
+Recall: one store per backend holds the corpus (``benchmarks.corpus``; vectors from the deterministic
+``HashingEmbedder``, 256 dimensions); the same natural-language questions are recalled top-8 after a
+warm-up, keyword-only and with vectors; each recall includes its access-bookkeeping write. SQLite is the
+baseline measured in the same run (ratio = PostgreSQL / SQLite).
+
+Sizes: ``--quick`` 2k; default 100k; 1M only with ``GRAYMATTER_BENCH_PG_1M=1`` (loading 1M facts into both
+backends takes tens of minutes on 2 cores; the vector variant at 1M also needs
+``GRAYMATTER_BENCH_PG_1M_VECTORS=1``). Bulk loading uses the normal write path in batches of 2,000, with
+the HNSW index built once at the end (``PostgresStore.deferred_vector_index``).
+
+Throughput: a database pre-filled with 10k facts (``--quick``: 1k); N servers (N = 1, 2, 4) on 127.0.0.1,
+4 client processes x 4 threads spread round-robin over the servers for a fixed time, operation mix 60%
+recall, 25% remember, 10% revise, 5% checkpoint save. Baseline: the 1-server run (ratio = ops/s vs 1).
+PostgreSQL runs with fsync on and ``synchronous_commit=off`` (like SQLite's WAL with
+``synchronous=NORMAL``). Everything shares the machine's cores with the clients, so the scaling figure is
+a floor.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import generate_facts, generate_queries, iter_batches
+from benchmarks.harness import cache_dir, latency_summary, print_table, time_calls
+
+AGENT = "bench-agent"
+BATCH = 2_000
+WARMUP = 10
+TOKEN = "bench-token-0123456789abcdef"
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def _cluster() -> Any:
+    tests = str(_REPO / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from support.pgserver import start_cluster
+
+    return start_cluster(benchmark=True)
+
+
+def _config() -> Any:
+    from graymatter.config import MemoryConfig
+
+    return MemoryConfig(async_consolidate=False)
+
+
+def _embedder() -> Any:
+    from graymatter.embeddings import HashingEmbedder
+
+    return HashingEmbedder(dim=256)
+
+
+def _load(store: Any, texts: list[str], vectors: bool) -> float:
+    from graymatter import Memory
+
+    began = time.perf_counter()
+    memory = Memory(store=store, config=_config(), embedder=_embedder() if vectors else None)
+    try:
+        defer = getattr(store, "deferred_vector_index", None)
+        if defer is not None and vectors:
+            with defer():
+                for batch in iter_batches(texts, BATCH):
+                    memory.remember_many(AGENT, batch)
+        else:
+            for batch in iter_batches(texts, BATCH):
+                memory.remember_many(AGENT, batch)
+        analyze = getattr(store, "analyze", None)
+        if analyze is not None:
+            analyze()
+    finally:
+        memory.close()
+    return time.perf_counter() - began
+
+
+def _recall(open_store: Any, queries: list[str], vectors: bool) -> dict[str, float]:
+    from graymatter import Memory
+
+    memory = Memory(store=open_store(), config=_config(), embedder=_embedder() if vectors else None)
+    try:
+        for query in queries[:WARMUP]:
+            memory.recall(AGENT, query, top_k=8)
+        iterator = iter(queries)
+        return latency_summary(
+            time_calls(lambda: memory.recall(AGENT, next(iterator), top_k=8), len(queries))
+        )
+    finally:
+        memory.close()
+
+
+def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, bool]) -> dict[str, Any]:
+    from graymatter.store.postgres import PostgresStore
+    from graymatter.store.sqlite import SQLiteStore
+
+    cluster = _cluster()
+    rows = []
+    results: list[dict[str, Any]] = []
+    questions = generate_queries(queries)
+    for size in sizes:
+        texts = generate_facts(size)
+        vectors = with_vectors[size]
+        dsn = cluster.create_database("bench")
+        sqlite_dir = cache_dir() / f"pg-scale-sqlite-{size}"
+        load_pg = _load(PostgresStore(dsn, max_size=4), texts, vectors)
+        load_sqlite = _load(SQLiteStore(sqlite_dir), texts, vectors)
+        modes = [False, True] if vectors else [False]
+        for mode in modes:
+            pg = _recall(lambda d=dsn: PostgresStore(d, max_size=4), questions, mode)
+            lite = _recall(lambda d=sqlite_dir: SQLiteStore(d), questions, mode)
+            label = "keyword + vectors" if mode else "keyword only"
+            ratio50 = pg["p50_ms"] / lite["p50_ms"] if lite["p50_ms"] else None
+            ratio99 = pg["p99_ms"] / lite["p99_ms"] if lite["p99_ms"] else None
+            rows.append([f"{size:,}", label, pg["p50_ms"], pg["p99_ms"], lite["p50_ms"], lite["p99_ms"],
+                         ratio50, ratio99])  # fmt: skip
+            results.append({"facts": size, "mode": label, "postgres": pg, "sqlite": lite,
+                            "ratio_p50": ratio50, "ratio_p99": ratio99,
+                            "load_s": {"postgres": round(load_pg, 1),
+                                       "sqlite": round(load_sqlite, 1)}})  # fmt: skip
+        cluster.drop_database(dsn)
+    table = print_table(
+        f"Recall latency, top-8, {queries} questions (ms; ratio = PostgreSQL / SQLite)",
+        ["facts", "signals", "pg p50", "pg p99", "sqlite p50", "sqlite p99", "p50 ratio", "p99 ratio"],
+        rows,
+    )
+    return {"table": table, "results": results}
+
+
+# --------------------------------------------------------------------------------------------- load
+
+
+def _start_server(dsn: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
+    import httpx
+
+    workdir.mkdir(parents=True, exist_ok=True)
+    log = workdir / "serve.log"
+    args = [sys.executable, "-m", "graymatter", "--dir", str(workdir / "data"), "serve", "--store", dsn,
+            "--http", "127.0.0.1:0", "--rate-limit", "0", "--token", TOKEN]  # fmt: skip
+    env = {**os.environ, "GRAYMATTER_EMBEDDINGS": "keyword"}
+    with open(log, "wb") as handle:
+        process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=handle, env=env)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace")
+        if "serving REST + MCP on " in text:
+            url = text.split("serving REST + MCP on ", 1)[1].split()[0]
+            try:
+                if httpx.get(url + "/healthz", timeout=2).status_code == 200:
+                    return process, url
+            except httpx.HTTPError:
+                pass
+        if process.poll() is not None:
+            raise RuntimeError(f"graymatter serve exited: {text[-500:]}")
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError("graymatter serve did not start")
+
+
+def _client_process(args: tuple[list[str], float, int, int]) -> dict[str, Any]:
+    """One client process: threads issuing the operation mix until the deadline."""
+    import httpx
+
+    urls, seconds, threads, seed = args
+    questions = generate_queries(200, seed=seed)
+    latencies: list[float] = []
+    errors = [0]
+    lock = threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def worker(n: int) -> None:
+        rng = random.Random(seed * 100 + n)
+        agent = f"load-{seed}-{n}"
+        mine: list[str] = []
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(headers=headers, timeout=30) as client:
+            i = 0
+            while time.monotonic() < deadline:
+                url = urls[(n + i) % len(urls)]
+                i += 1
+                roll = rng.random()
+                began = time.perf_counter()
+                try:
+                    if roll < 0.60:
+                        query = {"agent_id": AGENT, "q": rng.choice(questions)}
+                        response = client.get(url + "/recall", params=query)
+                    elif roll < 0.85 or not mine:
+                        text = f"load fact {seed} {n} {i} about {rng.choice(questions)}"
+                        response = client.post(url + "/remember", json={"agent_id": agent, "text": text})
+                        if response.status_code == 201:
+                            mine.append(text)
+                    elif roll < 0.95:
+                        old = mine.pop(rng.randrange(len(mine)))
+                        new = old + " (revised)"
+                        body = {"agent_id": agent, "old_text": old, "new_text": new}
+                        response = client.post(url + "/revise", json=body)
+                        if response.status_code == 200:
+                            mine.append(new)
+                    else:
+                        response = client.post(
+                            url + "/checkpoints", json={"agent_id": agent, "state": {"i": i}}
+                        )
+                    ok = response.status_code < 400
+                except httpx.HTTPError:
+                    ok = False
+                elapsed = time.perf_counter() - began
+                with lock:
+                    latencies.append(elapsed)
+                    if not ok:
+                        errors[0] += 1
+
+    pool = [threading.Thread(target=worker, args=(n,)) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return {"latencies": latencies, "errors": errors[0]}
+
+
+def throughput_table(prefill: int, seconds: float, server_counts: tuple[int, ...]) -> dict[str, Any]:
+    from graymatter.store.postgres import PostgresStore
+
+    cluster = _cluster()
+    rows = []
+    results = []
+    baseline = None
+    texts = generate_facts(prefill)
+    context = multiprocessing.get_context("spawn")
+    for count in server_counts:
+        dsn = cluster.create_database("load")
+        _load(PostgresStore(dsn, max_size=4), texts, vectors=False)
+        servers = [_start_server(dsn, cache_dir() / f"serve-{count}-{n}") for n in range(count)]
+        try:
+            urls = [url for _, url in servers]
+            with context.Pool(4) as pool:
+                outcomes = pool.map(_client_process, [(urls, seconds, 4, seed) for seed in range(4)])
+        finally:
+            for process, _ in servers:
+                process.terminate()
+            for process, _ in servers:
+                try:
+                    process.wait(30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+        latencies = [x for o in outcomes for x in o["latencies"]]
+        errors = sum(o["errors"] for o in outcomes)
+        ops = len(latencies) / seconds
+        baseline = baseline or ops
+        summary = latency_summary(latencies)
+        rows.append(
+            [count, round(ops, 1), round(ops / baseline, 2), summary["p50_ms"], summary["p99_ms"], errors]
+        )
+        results.append({"servers": count, "ops_per_s": round(ops, 1), "ratio_vs_1": round(ops / baseline, 3),
+                        "latency": summary, "errors": errors, "operations": len(latencies)})  # fmt: skip
+        cluster.drop_database(dsn)
+    table = print_table(
+        f"Mixed load on one PostgreSQL ({prefill:,} facts, 16 clients, {seconds:.0f} s per run)",
+        ["servers", "ops/s", "vs 1 server", "p50 ms", "p99 ms", "errors"],
+        rows,
+    )
+    return {"table": table, "results": results}
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Entry point for ``python -m benchmarks postgres_scale``."""
+    if quick:
+        sizes: tuple[int, ...] = (2_000,)
+        vectors = {2_000: True}
+    else:
+        sizes = (100_000,)
+        vectors = {100_000: True}
+        if os.environ.get("GRAYMATTER_BENCH_PG_1M") == "1":
+            sizes = (100_000, 1_000_000)
+            vectors[1_000_000] = os.environ.get("GRAYMATTER_BENCH_PG_1M_VECTORS") == "1"
+    recall = recall_table(sizes, 40 if quick else 200, vectors)
+    load = throughput_table(1_000 if quick else 10_000, 3.0 if quick else 10.0, (1, 2, 4))
+    return {"recall": recall, "throughput": load, "sizes": list(sizes),
+            "one_million_included": 1_000_000 in sizes}  # fmt: skip
