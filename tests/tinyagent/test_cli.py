@@ -414,3 +414,41 @@ def test_closing_summary_lines_exactly() -> None:
         "tinyagent: cost at least $0.0123 (some steps used a model with an unknown price)",
         "tinyagent: trajectory saved: /tmp/run.json",
     ]
+
+
+def test_sigkill_during_a_tool_batch_leaves_the_previous_checkpoint(tmp_path: Path, work: Path) -> None:
+    script = write_script(
+        tmp_path / "s.json",
+        [
+            reply(call("write_file", "first", path="a.txt", content="1")),
+            reply(call("bash", "slow", command="echo $$ > pid.txt; exec sleep 60")),
+        ],
+    )
+    out = tmp_path / "run.json"
+    proc = subprocess.Popen(
+        tinyagent_cmd(
+            "-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)
+        ),
+        cwd=tmp_path,
+        env=clean_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    sleeper = None
+    try:
+        deadline = time.monotonic() + 20
+        while not (work / "pid.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sleeper = int((work / "pid.txt").read_text())
+        proc.kill()
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+        if sleeper is not None:
+            os.killpg(sleeper, signal.SIGKILL)  # a hard kill leaves the command's own group behind
+    trajectory = load_trajectory(out)
+    assert trajectory.exit_status.value == "Running"
+    assert trajectory.totals.steps == 1
+    assert [m.role for m in trajectory.messages] == ["system", "user", "assistant", "tool"]
+    assert trajectory.messages[-1].tool_call_id == "first"
