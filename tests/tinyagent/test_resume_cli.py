@@ -786,3 +786,20 @@ def test_repeated_format_error_checkpoint_is_resumable(ws: Workspace) -> None:
     [request] = scripted_requests(ws, "done.json")
     assert request["messages"][-1]["content"] == CONTINUATION_NOTICE
     assert request["messages"][-2]["content"] == stopped["messages"][-1]["content"]
+
+
+def test_provider_setup_failure_after_validation_writes_nothing(ws: Workspace) -> None:
+    script = scripted(ws, "fresh.json", [{"tool_calls": [bash_call("s1")]}])
+    fresh = ws.run(
+        "-t", TASK, "--provider", "scripted", "--base-url", script, "--cwd", ws.project,
+        "--step-limit", "1", "-o", "r.json",
+    )  # fmt: skip
+    assert fresh.returncode == 1
+    source = ws.root / "r.json"
+    data = source.read_bytes()
+    result = ws.run("--resume", "r.json", "--cwd", ws.project, "-o", "c.json")  # no script for the model
+    assert result.returncode == 2
+    assert result.stderr.startswith("tinyagent: error: ") and len(result.stderr.splitlines()) == 1
+    assert not (ws.root / "c.json").exists()
+    assert source.read_bytes() == data
+    assert executed_markers(ws.project) == ["s1"]
