@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import shutil
 import signal
 import stat
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from support.provider_stubs import ProviderStub
 from support.resume_checkpoints import (
@@ -681,23 +682,31 @@ def test_unreadable_file_is_refused(ws: Workspace, checkpoint: Path) -> None:
         locked.chmod(0o600)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_random_corruptions_are_refused_cleanly_through_the_cli(
-    ws: Workspace, checkpoint: Path, seed: int
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    truncate=st.booleans(),
+    where=st.floats(min_value=0.0, max_value=1.0, exclude_max=True),
+    garbage=st.sampled_from([b"\xc0", b"\xff", b"\x80"]),
+)
+def test_generated_corruptions_are_refused_cleanly_through_the_cli(
+    ws: Workspace, checkpoint: Path, truncate: bool, where: float, garbage: bytes
 ) -> None:
-    rng = random.Random(seed)
     raw = checkpoint.read_bytes()
-    if seed % 2 == 0:
-        corrupted = raw[: rng.randrange(1, len(raw.rstrip()))]
+    body = len(raw.rstrip())
+    if truncate:
+        corrupted = raw[: max(1, int(where * body))]
     else:
-        position = rng.randrange(len(raw))
-        corrupted = raw[:position] + b"\xc0" + raw[position + 1 :]
-    bad = ws.root / f"corrupt-{seed}.json"
+        position = int(where * len(raw))
+        corrupted = raw[:position] + garbage + raw[position + 1 :]
+    bad = ws.root / "corrupt.json"
     bad.write_bytes(corrupted)
     result = ws.resume(bad, "out.json")
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("tinyagent: cannot resume: ")
+    assert SECRET not in result.stderr
     assert bad.read_bytes() == corrupted
+    assert not (ws.root / "out.json").exists()
     assert ws.stub.requests == []
 
 
