@@ -390,6 +390,13 @@ def _wire_for(path: str) -> str:
 # request validation (what the real providers reject)
 
 
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
 def _validate_chat(body: dict[str, Any], headers: Mapping[str, str]) -> str | None:
     if not isinstance(body.get("model"), str) or not body["model"]:
         return "you must provide a model parameter"
@@ -426,6 +433,9 @@ def _validate_chat(body: dict[str, Any], headers: Mapping[str, str]) -> str | No
                         return (
                             f"messages[{i}].tool_calls: each call needs type 'function' and string arguments"
                         )
+                    if not _json_object(fn["arguments"]):
+                        # Ollama (and vLLM) parse history arguments: broken JSON bricks the session.
+                        return f"messages[{i}].tool_calls: invalid tool call arguments"
                     ids.append(call.get("id"))
                 if len(set(ids)) != len(ids):
                     return f"messages[{i}].tool_calls: duplicate tool call id"
@@ -552,8 +562,8 @@ def _validate_responses(body: dict[str, Any], headers: Mapping[str, str]) -> str
             cid = item.get("call_id")
             if cid in calls:
                 return f"input[{i}]: Duplicate item found with call_id {cid}."
-            if not isinstance(item.get("arguments"), str):
-                return f"input[{i}].arguments: expected a string"
+            if not isinstance(item.get("arguments"), str) or not _json_object(item["arguments"]):
+                return f"input[{i}].arguments: expected a JSON object string"
             calls.add(cid)
         elif kind == "function_call_output":
             cid = item.get("call_id")

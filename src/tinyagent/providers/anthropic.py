@@ -20,6 +20,7 @@ from tinyagent.providers.base import ProviderConnectionError, ProviderError, Pro
 from tinyagent.providers.history import (
     WireIds,
     anthropic_safe_id,
+    arguments_object,
     check_pairing,
     distinct_call_ids,
     system_text,
@@ -177,7 +178,12 @@ class AnthropicProvider:
             blocks.append({"type": "text", "text": message.content})
         for wire_id, call in zip(ids.calls(index), message.tool_calls, strict=True):
             blocks.append(
-                {"type": "tool_use", "id": wire_id, "name": call.name, "input": _input(call.arguments)}
+                {
+                    "type": "tool_use",
+                    "id": wire_id,
+                    "name": call.name,
+                    "input": arguments_object(call.arguments),
+                }
             )
         return blocks
 
@@ -330,15 +336,6 @@ def _ordered(role: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Merged same-role content: tool_result first (user), thinking first (assistant); stable."""
     first = ("tool_result",) if role == "user" else ("thinking", "redacted_thinking")
     return [b for b in blocks if b.get("type") in first] + [b for b in blocks if b.get("type") not in first]
-
-
-def _input(arguments: str) -> dict[str, Any]:
-    """Tool input object for a stored call; arguments that are not a JSON object are kept verbatim."""
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        return {"invalid_json_arguments": arguments}
-    return value if isinstance(value, dict) else {"invalid_json_arguments": arguments}
 
 
 def _parse_partial(raw: str) -> Any:

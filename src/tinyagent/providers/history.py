@@ -14,8 +14,10 @@ call and its result.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tinyagent.providers.base import ProviderRequestError
 from tinyagent.types import Message, ToolCall
@@ -24,9 +26,11 @@ __all__ = [
     "ANTHROPIC_ID_PATTERN",
     "WireIds",
     "anthropic_safe_id",
+    "arguments_object",
     "check_pairing",
     "distinct_call_ids",
     "system_text",
+    "wire_arguments",
 ]
 
 ANTHROPIC_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -136,3 +140,25 @@ def distinct_call_ids(calls: Sequence[ToolCall]) -> list[ToolCall]:
         seen.add(call_id)
         out.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
     return out
+
+
+def arguments_object(arguments: str) -> dict[str, Any]:
+    """The stored arguments as a JSON object; text that is not one is kept verbatim under
+    `invalid_json_arguments` (the model then sees what it sent, and the request stays valid)."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return {"invalid_json_arguments": arguments}
+    return value if isinstance(value, dict) else {"invalid_json_arguments": arguments}
+
+
+def wire_arguments(arguments: str) -> str:
+    """Arguments text for wires that carry a JSON string: unchanged (byte-exact, so prompt caches
+    keep matching) when it is a JSON object, else the `arguments_object` wrapper. Some servers
+    (Ollama, vLLM) parse history arguments and reject a request whose old turn had broken JSON."""
+    try:
+        if isinstance(json.loads(arguments), dict):
+            return arguments
+    except ValueError:
+        pass
+    return json.dumps(arguments_object(arguments))

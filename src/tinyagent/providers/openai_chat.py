@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderProtocolError
-from tinyagent.providers.history import WireIds, check_pairing, distinct_call_ids
+from tinyagent.providers.history import WireIds, check_pairing, distinct_call_ids, wire_arguments
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
@@ -102,7 +102,7 @@ class OpenAIChatProvider:
                         {
                             "id": wid,
                             "type": "function",
-                            "function": {"name": c.name, "arguments": c.arguments},
+                            "function": {"name": c.name, "arguments": wire_arguments(c.arguments)},
                         }
                         for wid, c in zip(ids.calls(index), message.tool_calls, strict=True)
                     ]

@@ -18,7 +18,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
-from tinyagent.providers.history import WireIds, check_pairing, distinct_call_ids, system_text
+from tinyagent.providers.history import (
+    WireIds,
+    check_pairing,
+    distinct_call_ids,
+    system_text,
+    wire_arguments,
+)
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
@@ -125,7 +131,7 @@ class ResponsesProvider:
                             "type": "function_call",
                             "call_id": wire_id,
                             "name": call.name,
-                            "arguments": call.arguments,
+                            "arguments": wire_arguments(call.arguments),
                         }
                     )
         body: dict[str, Any] = {"model": self.model, "input": items, "store": False, "stream": stream}

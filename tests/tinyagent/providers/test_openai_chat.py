@@ -220,3 +220,24 @@ def test_reasoning_text_is_captured_as_provider_state(stub, make, history, strea
     assert completion.message.provider_state == {
         "openai_chat": {"provider": "openrouter", "reasoning": "first think, then act"}
     }
+
+
+def test_broken_arguments_in_history_are_sent_as_a_valid_object(stub, make):
+    # Ollama and vLLM parse old arguments; valid ones must stay byte-exact (prompt caching).
+    stub.add({"text": "ok"})
+    history = [
+        Message(role="user", content="task"),
+        Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall(id="a", name="bash", arguments='{"command": '),
+                ToolCall(id="b", name="bash", arguments='{"command":"ls",  "x": 1}'),
+            ],
+        ),
+        Message(role="tool", tool_call_id="a", content="error: arguments are not valid JSON", is_error=True),
+        Message(role="tool", tool_call_id="b", content="ok"),
+    ]
+    make("ollama").complete(history, [], stream=False)
+    sent = [c["function"]["arguments"] for c in stub.requests[0].body["messages"][1]["tool_calls"]]
+    assert json.loads(sent[0]) == {"invalid_json_arguments": '{"command": '}
+    assert sent[1] == '{"command":"ls",  "x": 1}'
