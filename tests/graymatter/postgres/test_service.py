@@ -1,0 +1,219 @@
+"""The HTTP service around the store: limits, metrics, health, OpenAPI, logs, workers, token CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from graymatter import Memory
+from graymatter.access import TokenService, open_token_store
+from graymatter.rest import ServiceConfig, build_app, openapi_document
+
+from .conftest import TOKEN, Server, auth, start_server
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def call(app: Any, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
+            return await client.request(method, path, **kwargs)
+
+    return anyio.run(go)
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Any:
+    with Memory(tmp_path / "store", embedder=None) as opened:
+        yield opened
+
+
+def app_for(memory: Any, **config: Any) -> Any:
+    tokens = TokenService(open_token_store(memory.store), default_token=TOKEN)
+    return build_app(memory, tokens, ServiceConfig(mcp=False, **config))
+
+
+def test_rate_limit_answers_429_with_retry_after(memory: Any) -> None:
+    app = app_for(memory, rate_limit=1.0, rate_burst=2)
+    statuses = [
+        call(app, "GET", "/facts", params={"agent_id": "a"}, headers=auth()).status_code for _ in range(3)
+    ]
+    assert statuses == [200, 200, 429]
+    refused = call(app, "GET", "/facts", params={"agent_id": "a"}, headers=auth())
+    assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert call(app, "GET", "/healthz").status_code == 200  # health probes are never rate limited
+
+
+def test_oversized_body_is_refused_and_nothing_is_stored(memory: Any) -> None:
+    app = app_for(memory, max_body_bytes=1024)
+    refused = call(app, "POST", "/remember", json={"agent_id": "a", "text": "x" * 2000}, headers=auth())
+    assert refused.status_code == 413
+    assert memory.list("a") == []
+
+
+def test_invalid_input_is_422_and_unknown_routes_404(memory: Any) -> None:
+    app = app_for(memory)
+    assert call(app, "POST", "/remember", content=b"[1]", headers=auth()).status_code == 422
+    assert (
+        call(app, "POST", "/remember", json={"agent_id": " ", "text": "x"}, headers=auth()).status_code == 422
+    )
+    assert call(app, "GET", "/recall", params={"agent_id": "a", "k": "0"}, headers=auth()).status_code == 422
+    assert call(app, "GET", "/nope", headers=auth()).status_code == 404
+    missing = call(app, "GET", "/checkpoints/latest", params={"agent_id": "a"}, headers=auth())
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "no_checkpoint"
+    assert memory.list("a") == []
+
+
+def test_metrics_are_prometheus_text(memory: Any) -> None:
+    app = app_for(memory)
+    call(app, "POST", "/remember", json={"agent_id": "a", "text": "metric me"}, headers=auth())
+    call(app, "GET", "/recall", params={"agent_id": "a", "q": "metric"}, headers=auth())
+    assert call(app, "GET", "/metrics").status_code == 401
+    body = call(app, "GET", "/metrics", headers=auth()).text
+    assert 'graymatter_http_requests_total{route="/remember",method="POST",status="201"} 1' in body
+    assert 'graymatter_http_requests_total{route="/recall",method="GET",status="200"} 1' in body
+    assert 'graymatter_http_request_duration_seconds_count{route="/recall"} 1' in body
+    assert "# TYPE graymatter_http_requests_in_flight gauge" in body
+
+
+def test_openapi_document_covers_every_route_and_resolves() -> None:
+    import jsonschema
+
+    document = openapi_document()
+    assert document["openapi"] == "3.1.0"
+    operations = {(path, method) for path, item in document["paths"].items() for method in item}
+    assert {("/remember", "post"), ("/recall", "get"), ("/facts", "get"), ("/revise", "post"),
+            ("/forget", "post"), ("/checkpoints", "post"), ("/checkpoints", "get"),
+            ("/checkpoints/latest", "get"), ("/checkpoints/{checkpoint_id}", "get"), ("/healthz", "get"),
+            ("/metrics", "get")} <= operations  # fmt: skip
+    text = json.dumps(document)
+    for ref in {part.split('"')[0] for part in text.split('"$ref": "')[1:]}:
+        assert ref.split("/")[-1] in document["components"]["schemas"], ref
+    schema = {**document["components"]["schemas"]["Fact"], "components": document["components"]}
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+
+@pytest.mark.postgres
+def test_healthz_is_503_when_the_database_is_gone(pg_cluster: Any, tmp_path: Path) -> None:
+    from graymatter.store.postgres import PostgresStore
+
+    dsn = pg_cluster.create_database()
+    memory = Memory(store=PostgresStore(dsn, timeout=3), embedder=None)
+    try:
+        app = app_for(memory)
+        assert call(app, "GET", "/healthz").json() == {
+            "status": "ok",
+            "store": "postgresql",
+            "version": "0.1.0",
+        }
+        pg_cluster.drop_database(dsn)
+        down = call(app, "GET", "/healthz")
+        assert down.status_code == 503 and down.json()["status"] == "unavailable"
+        failed = call(app, "POST", "/remember", json={"agent_id": "a", "text": "x"}, headers=auth())
+        assert failed.status_code == 503
+        assert "password" not in failed.text
+    finally:
+        memory.close()
+
+
+@pytest.mark.postgres
+def test_newer_schema_is_refused_untouched(pg_dsn: str) -> None:
+    import psycopg
+
+    from graymatter.errors import SchemaTooNew
+    from graymatter.store.postgres import PostgresStore
+
+    PostgresStore(pg_dsn).close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute("UPDATE gm_meta SET value = '99' WHERE key = 'schema_version'")
+        before = conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'gm_%'").fetchone()
+    with pytest.raises(SchemaTooNew, match="newer graymatter"):
+        PostgresStore(pg_dsn)
+    with psycopg.connect(pg_dsn) as conn:
+        assert conn.execute("SELECT value FROM gm_meta WHERE key = 'schema_version'").fetchone() == ("99",)
+        assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'gm_%'").fetchone() == before
+
+
+def test_logs_are_json_lines_without_secrets_or_content(tmp_path: Path, servers: list[Server]) -> None:
+    server = start_server(str(tmp_path / "store"), tmp_path / "s")
+    servers.append(server)
+    secret_text = "the vault combination is 1234"
+    assert httpx.post(server.url + "/remember", json={"agent_id": "a", "text": secret_text},
+                      headers=auth()).status_code == 201  # fmt: skip
+    assert httpx.get(server.url + "/facts", params={"agent_id": "a"}, headers=auth("wrong-token-xxxxxxxxxx")
+                     ).status_code == 401  # fmt: skip
+    server.stop()
+    lines = [line for line in server.log.read_text().splitlines() if line.startswith("{")]
+    records = [json.loads(line) for line in lines]
+    requests = [r for r in records if r.get("event") == "http_request"]
+    assert {(r["route"], r["status"]) for r in requests} >= {("/remember", 201), ("/facts", 401)}
+    assert any(r["token_id"] == "default" for r in requests)
+    log_text = server.log.read_text()
+    assert TOKEN not in log_text and "wrong-token" not in log_text and secret_text not in log_text
+
+
+def test_serve_with_two_workers(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = tmp_path / "store"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "graymatter", "--dir", str(store), "serve", "--http", f"127.0.0.1:{port}",
+         "--workers", "2", "--token", TOKEN],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        ids = [
+            httpx.post(
+                url + "/remember", json={"agent_id": "w", "text": f"fact {i}"}, headers=auth(), timeout=30
+            ).json()["id"]
+            for i in range(20)
+        ]
+        listed = httpx.get(url + "/facts", params={"agent_id": "w", "limit": 100}, headers=auth(), timeout=30)
+        assert sorted(f["id"] for f in listed.json()["facts"]) == sorted(ids)
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def test_token_cli_on_the_embedded_store(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+
+    def gm(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "graymatter", "--dir", str(store), *args],
+                              capture_output=True, text=True, timeout=60, env=os.environ.copy())  # fmt: skip
+
+    bad = gm("token", "create", "--agents", " , ")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    mixed = gm("token", "create", "--agents", "*,a")
+    assert mixed.returncode == 2
+    made = gm("token", "create", "--agents", "a,b", "--read-only", "--json")
+    assert made.returncode == 0, made.stderr
+    record = json.loads(made.stdout)
+    assert record["access"] == "read" and record["agents"] == ["a", "b"]
+    assert stat.S_IMODE((store / "tokens.db").stat().st_mode) == 0o600
+    assert record["token"] not in (store / "tokens.db").read_bytes().decode("latin-1")
+    assert gm("token", "revoke", "not-a-token-id").returncode == 2
+    assert gm("token", "revoke", record["id"]).returncode == 0
+    listed = json.loads(gm("token", "list", "--json").stdout)["tokens"]
+    assert listed[0]["revoked_at"] is not None
