@@ -131,6 +131,10 @@ def run_fresh(args: argparse.Namespace) -> int:
         task = sys.stdin.read()
     if task is None or not task.strip():
         return _usage_error("a task is required: pass -t TASK (or --resume FILE to continue a run)")
+    try:
+        task.encode("utf-8")
+    except UnicodeEncodeError:
+        return _usage_error("the task is not valid UTF-8 text")
 
     from tinyagent.config import ConfigError, resolve_settings
     from tinyagent.output import Reporter

@@ -30,11 +30,13 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 from tinyagent.output import Reporter
 from tinyagent.prompts import FORMAT_ERROR_NUDGE, MAX_FORMAT_ERRORS
@@ -47,6 +49,38 @@ SaveFn = Callable[[Trajectory], None]
 PriceFn = Callable[[str, Usage], "float | None"]
 
 _IDLE, _QUERY, _TOOLS = "idle", "query", "tools"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean_text(text: str) -> str:
+    """Replace lone surrogates (from JSON escapes like \\ud800) that UTF-8 cannot encode with U+FFFD."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+
+
+def _clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _clean_text(value)
+    if isinstance(value, list):
+        return [_clean_value(item) for item in value]
+    if isinstance(value, dict):
+        return {_clean_value(key): _clean_value(item) for key, item in value.items()}
+    return value
+
+
+def _valid_utf8(message: Message) -> Message:
+    """The reply with every string encodable as UTF-8, so the trajectory can always be saved."""
+    try:
+        message.model_dump_json()
+        return message
+    except ValueError:  # PydanticSerializationError is a ValueError
+        data = _clean_value(message.model_dump())
+        return Message.model_validate(data)
 
 
 def _snapshot(traj: Trajectory) -> Trajectory:
@@ -194,7 +228,7 @@ class Agent:
             except Exception as exc:  # a provider bug must still end the run cleanly and saved
                 return ExitStatus.PROVIDER_ERROR, f"unexpected provider failure ({type(exc).__name__})"
             self._account(traj, completion.usage)
-            reply = completion.message
+            reply = _valid_utf8(completion.message)
             usage = completion.usage
             self.reporter.progress(
                 f"step {step}: reply with {len(reply.tool_calls)} tool call(s); tokens: input "

@@ -452,3 +452,16 @@ def test_sigkill_during_a_tool_batch_leaves_the_previous_checkpoint(tmp_path: Pa
     assert trajectory.totals.steps == 1
     assert [m.role for m in trajectory.messages] == ["system", "user", "assistant", "tool"]
     assert trajectory.messages[-1].tool_call_id == "first"
+
+
+def test_a_task_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "tinyagent", "-t", b"caf\xe9", "--provider", "scripted"],
+        cwd=tmp_path,
+        env=clean_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stderr == "tinyagent: error: the task is not valid UTF-8 text\n"

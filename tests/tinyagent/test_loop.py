@@ -441,3 +441,23 @@ def test_sigint_in_process_abandons_the_request_and_saves(tmp_path: Path) -> Non
     assert traj.totals.steps == 2
     assert_paired(traj)
     assert saved(tmp_path) == traj
+
+
+def test_replies_with_lone_surrogates_are_made_saveable(tmp_path: Path) -> None:
+    bad = "\ud800"
+    agent, traj, _, _ = make(
+        tmp_path,
+        [
+            {
+                "content": f"odd {bad} text",
+                "tool_calls": [{"id": "c", "name": "bash", "arguments": '{"command": "echo ' + bad + '"}'}],
+            },
+            reply(call("submit", answer="ok")),
+        ],
+    )
+    agent.run(traj)
+    assert not agent.save_failed
+    assert traj.exit_status is ExitStatus.SUBMITTED
+    on_disk = saved(tmp_path)
+    assert on_disk.messages[2].content == "odd \ufffd text"
+    assert on_disk.messages[2].tool_calls[0].arguments == '{"command": "echo \ufffd"}'
