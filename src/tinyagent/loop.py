@@ -30,18 +30,16 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
 from __future__ import annotations
 
 import contextlib
-import re
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 from tinyagent.output import Reporter
 from tinyagent.prompts import FORMAT_ERROR_NUDGE, MAX_FORMAT_ERRORS
 from tinyagent.providers.base import Provider, ProviderError
-from tinyagent.tools import Toolbox, ToolInfrastructureError, ToolResult
+from tinyagent.tools import Toolbox, ToolInfrastructureError, ToolResult, clean_json_value, clean_text
 from tinyagent.trajectory import ExitStatus, Trajectory
 from tinyagent.types import Message, ToolCall, Usage
 
@@ -51,35 +49,13 @@ PriceFn = Callable[[str, Usage], "float | None"]
 _IDLE, _QUERY, _TOOLS = "idle", "query", "tools"
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _clean_text(text: str) -> str:
-    """Replace lone surrogates (from JSON escapes like \\ud800) that UTF-8 cannot encode with U+FFFD."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-
-
-def _clean_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return _clean_text(value)
-    if isinstance(value, list):
-        return [_clean_value(item) for item in value]
-    if isinstance(value, dict):
-        return {_clean_value(key): _clean_value(item) for key, item in value.items()}
-    return value
-
-
 def _valid_utf8(message: Message) -> Message:
     """The reply with every string encodable as UTF-8, so the trajectory can always be saved."""
     try:
         message.model_dump_json()
         return message
     except ValueError:  # PydanticSerializationError is a ValueError
-        data = _clean_value(message.model_dump())
+        data = clean_json_value(message.model_dump())
         return Message.model_validate(data)
 
 
@@ -188,7 +164,7 @@ class Agent:
                 status, detail = ExitStatus.SAVE_ERROR, "the initial save failed"
             self._phase = _IDLE
             trajectory.exit_status = status
-            trajectory.exit_detail = detail
+            trajectory.exit_detail = clean_text(detail) if detail is not None else None
             self._stamp(trajectory, final=True)
             self._save(trajectory)
         return trajectory

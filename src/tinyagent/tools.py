@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import select
 import signal
 import stat
@@ -138,6 +139,33 @@ def toolset_sha256(specs: Sequence[ToolSpec]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """`text` with lone surrogates (decoded from JSON escapes like \\ud800) replaced by U+FFFD.
+
+    Such code points cannot be encoded as UTF-8, so they could neither be saved in the trajectory
+    nor passed to the OS as a path or command.
+    """
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+
+
+def clean_json_value(value: Any) -> Any:
+    """Apply `clean_text` to every string (keys included) of a decoded JSON value."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json_value(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_json_value(key): clean_json_value(item) for key, item in value.items()}
+    return value
+
+
 class ToolInfrastructureError(RuntimeError):
     """The harness could not execute a tool at all (not the model's fault). Ends the run (ToolError)."""
 
@@ -244,7 +272,7 @@ class Toolbox:
         known = {spec.name for spec in self.specs}
         if call.name not in handlers or call.name not in known:
             return ToolResult(
-                f"error: unknown tool {call.name!r}; available: {', '.join(sorted(known))}", True
+                f"error: unknown tool {clean_text(call.name)!r}; available: {', '.join(sorted(known))}", True
             )
         try:
             arguments = json.loads(call.arguments or "{}")
@@ -252,12 +280,15 @@ class Toolbox:
             return ToolResult(f"error: arguments are not valid JSON ({exc.msg} at position {exc.pos})", True)
         if not isinstance(arguments, dict):
             return ToolResult("error: arguments must be a JSON object", True)
+        arguments = clean_json_value(arguments)
         if not self.cwd.is_dir():
             raise ToolInfrastructureError(f"working directory is no longer available: {self.cwd}")
         try:
             return handlers[call.name](arguments)
         except _BadArguments as exc:
             return ToolResult(f"error: {exc}", True)
+        except ValueError as exc:  # e.g. a NUL byte in a command: the model's input, not the harness
+            return ToolResult(f"error: invalid argument ({clean_text(str(exc))})", True)
 
     def interrupt(self) -> None:
         """Kill the running command's process group (safe to call from a signal handler)."""

@@ -263,3 +263,17 @@ def test_edit_file_matches_exact_unique_replacement(tmp_path_factory, text: str,
     else:
         assert result.is_error
         assert after == text
+
+
+def test_nul_byte_in_a_command_is_an_error_result_not_a_harness_failure(box: Toolbox) -> None:
+    result = run(box, "bash", command="echo a\x00b")
+    assert result.is_error
+    assert result.content == "error: invalid argument (embedded null byte)"
+
+
+def test_lone_surrogates_in_arguments_are_replaced(box: Toolbox, tmp_path: Path) -> None:
+    raw = '{"path": "odd\\ud800.txt", "content": "x\\udfff"}'  # valid JSON escapes, invalid UTF-8 text
+    result = box.run(ToolCall(id="c", name="write_file", arguments=raw))
+    assert not result.is_error
+    assert result.content == "wrote 4 bytes to odd\ufffd.txt"
+    assert (tmp_path / "odd\ufffd.txt").read_text() == "x\ufffd"
