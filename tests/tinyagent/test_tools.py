@@ -277,3 +277,31 @@ def test_lone_surrogates_in_arguments_are_replaced(box: Toolbox, tmp_path: Path)
     assert not result.is_error
     assert result.content == "wrote 4 bytes to odd\ufffd.txt"
     assert (tmp_path / "odd\ufffd.txt").read_text() == "x\ufffd"
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(
+    name=st.sampled_from(["read_file", "submit", "nope", ""]),
+    raw=st.one_of(
+        st.text(max_size=80),
+        st.dictionaries(
+            st.sampled_from(["path", "offset", "limit", "answer", "x"]), _JSON_VALUES, max_size=4
+        ).map(json.dumps),
+    ),
+)
+@settings(max_examples=300, deadline=None)
+def test_any_arguments_yield_exactly_one_saveable_result(tmp_path_factory, name: str, raw: str) -> None:
+    box = Toolbox(tmp_path_factory.mktemp("fuzz"), timeout=5)
+    result = box.run(ToolCall(id="c", name=name, arguments=raw))
+    result.content.encode("utf-8")  # always saveable
+    if result.is_error:
+        assert result.content.startswith("error: ")
+        assert result.submission is None
