@@ -938,9 +938,11 @@ class PostgresStore:
             rows = c.execute(
                 "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[])"
                 " WITH ORDINALITY AS q(stem, idf, i))"
-                " SELECT p.fact_id, sum(q.idf * ((p.tf * "
-                f"{BM25_K1 + 1.0!r}) / (p.tf + {BM25_K1!r} * "
-                f"(1 - {BM25_B!r} + {BM25_B!r} * p.doc_len / %s))) ORDER BY q.i) AS s,"
+                # All float8 (a bare 0.75 would be numeric): the same IEEE operations, in FTS5's order.
+                " SELECT p.fact_id, sum(q.idf * ((p.tf::float8 * "
+                f"{BM25_K1 + 1.0!r}::float8) / (p.tf::float8 + {BM25_K1!r}::float8 * "
+                f"(1::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * p.doc_len::float8 / %s::float8)))"
+                " ORDER BY q.i) AS s,"
                 " min(p.created_at) AS created"
                 " FROM q JOIN gm_postings p ON p.term = q.stem"
                 " WHERE p.agent_id = ANY(%s)" + confidence_clause +
