@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from .errors import InvalidInput
-from .models import Confidence, SignalWeights
+from .models import Confidence, SignalWeights, default_weights
 
 EmbeddingMode = Literal["keyword", "auto", "ollama", "openai", "onnx", "hashing"]
 SummariserName = Literal["ollama", "openai", "anthropic"]
@@ -27,7 +27,7 @@ class MemoryConfig(BaseModel):
     max_text_bytes: int = Field(default=DEFAULT_MAX_TEXT_BYTES, ge=1)
     max_agent_id_chars: int = Field(default=1024, ge=1)
     max_checkpoint_bytes: int = Field(default=16 * 1024 * 1024, ge=1)
-    weights: SignalWeights = Field(default_factory=SignalWeights)
+    weights: SignalWeights = Field(default_factory=default_weights)
     rrf_k: int = Field(default=RRF_K, ge=1)
     half_life_hours: float = Field(default=720.0, gt=0)
     min_relevance: float = Field(default=0.0, ge=0.0, le=1.0)
@@ -101,6 +101,10 @@ class MemoryConfig(BaseModel):
         if values.get("summariser") in ("off", "none"):
             values.pop("summariser")
         values.update(overrides)
+        if not values:
+            return (
+                cls.model_construct()
+            )  # the defaults are valid by construction; skip building the validator
         try:
             return cls.model_validate(values)
         except ValueError as exc:  # pydantic ValidationError: name the setting, never echo secrets

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 from pathlib import Path
 
 from .errors import StoreUnavailable
@@ -52,7 +51,7 @@ def atomic_write(path: Path, data: bytes) -> None:
     """
     path = Path(path)
     directory = path.parent
-    tmp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
+    tmp = directory / f".{path.name}.{os.urandom(8).hex()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(tmp, flags, FILE_MODE)
     try:

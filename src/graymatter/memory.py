@@ -559,7 +559,7 @@ class Memory:
         request = self._request(
             agent_id, query, top_k, scope, min_relevance, min_confidence, confidence_weight, weights
         )
-        return [RecallHit(**self._hit(item)) for item in self._rank(request)]
+        return [RecallHit.model_construct(**self._hit(item)) for item in self._rank(request)]
 
     def recall_shared(self, query: str, top_k: int | None = None, **options: Any) -> builtins.list[RecallHit]:
         """Recall from the project-wide ``__shared__`` namespace."""

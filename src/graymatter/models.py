@@ -104,6 +104,11 @@ class SignalWeights(_Model):
         return value
 
 
+def default_weights() -> SignalWeights:
+    """The reference weights (keyword 1.0, vector 1.0, recency 0.5), built without running validation."""
+    return SignalWeights.model_construct()
+
+
 class SignalRanks(_Model):
     """Per-signal 1-based ranks (0 = the signal did not rank the fact) and the fused RRF score."""
 

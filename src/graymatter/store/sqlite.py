@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from ..errors import CorruptDatabase, CorruptRecord, SchemaTooNew, StorageError, StoreUnavailable
 from ..fsutil import FILE_MODE, ensure_private_dir
-from ..models import Checkpoint, Fact, Link, MemoryStats, Provenance
+from ..models import Checkpoint, Fact, Interface, Link, MemoryStats, Provenance
 from .base import ScoredId, Vector
 
 DB_FILENAME = "graymatter.db"
@@ -103,6 +103,7 @@ _MIGRATIONS: dict[int, list[str]] = {
 
 _CONFIDENCE_CODE = {"unverified": -1, "inferred": 0, "verified": 1}
 _KINDS = ("fact", "alias")
+_INTERFACES = frozenset(get_args(Interface))
 _PROVENANCE_CACHE: dict[str, Provenance] = {}
 
 
@@ -110,7 +111,15 @@ def _provenance(raw: str) -> Provenance:
     """A Provenance from its stored JSON text; validated once per distinct text, then cached."""
     cached = _PROVENANCE_CACHE.get(raw)
     if cached is None:
-        cached = Provenance.model_validate_json(raw)
+        data = json.loads(raw)
+        if (
+            not isinstance(data, dict)
+            or not set(data) <= {"interface", "client", "token_id"}
+            or data.get("interface", "library") not in _INTERFACES
+            or not all(isinstance(data.get(k), str | None) for k in ("client", "token_id"))
+        ):
+            raise ValueError("malformed provenance")
+        cached = Provenance.model_construct(**data)
         if len(_PROVENANCE_CACHE) < 4096:
             _PROVENANCE_CACHE[raw] = cached
     return cached
