@@ -157,6 +157,12 @@ def validate_checkpoint(raw: bytes) -> Trajectory:
     try:
         trajectory = Trajectory.model_validate_json(text, strict=True)
     except ValueError as exc:  # pydantic.ValidationError is a ValueError
+        if _first_error_type(exc) == "json_invalid":  # e.g. an unpaired surrogate escape in a string
+            _refuse(
+                "malformed JSON",
+                "the checkpoint contains a string the trajectory parser rejects (such as an unpaired "
+                "surrogate escape); it was not written by this tinyagent",
+            )
         _refuse("schema-invalid", f"{_first_error_location(exc)}; the file was not written by this tinyagent")
     _check_eligible(trajectory)
     _check_counters(trajectory)
@@ -284,6 +290,14 @@ def _model_types(annotation: Any) -> list[Any]:
     for arg in get_args(annotation):
         found.extend(_model_types(arg))
     return found
+
+
+def _first_error_type(exc: Exception) -> str | None:
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return None
+    items = errors(include_url=False, include_input=False, include_context=False)
+    return str(items[0].get("type")) if items else None
 
 
 def _first_error_location(exc: Exception) -> str:

@@ -120,6 +120,12 @@ def test_malformed_json_is_refused(raw: bytes) -> None:
     assert refusal(raw).category == "malformed JSON"
 
 
+def test_unpaired_surrogate_escape_is_refused_as_malformed() -> None:
+    raw = VALID_BYTES.replace(b"output SECRET", b"output \\ud800 SECRET", 1)
+    assert raw != VALID_BYTES
+    assert refusal(raw).category == "malformed JSON"
+
+
 def test_absurdly_long_number_is_refused() -> None:
     raw = VALID_BYTES.replace(b'"steps": 2', b'"steps": ' + b"9" * 5000, 1)
     assert raw != VALID_BYTES
