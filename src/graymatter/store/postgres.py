@@ -382,8 +382,8 @@ class PostgresStore:
                 if exc.sqlstate in _RETRYABLE_SQLSTATES and attempts < 8:
                     time.sleep(0.005 * attempts * (0.5 + random.random()))
                     continue
-                if exc.sqlstate is None and attempts < 3:  # connection lost: the pool replaces it, retry once
-                    continue
+                if exc.sqlstate is None and attempts < 3 and not write:
+                    continue  # a read on a lost connection is safe to repeat; a write's commit is uncertain
                 raise StoreUnavailable(f"PostgreSQL at {self.url} failed: {_brief(exc)}") from None
             except psycopg.errors.DataError as exc:
                 raise InvalidInput(f"value refused by PostgreSQL: {_brief(exc)}") from None
