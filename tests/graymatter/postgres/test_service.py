@@ -217,3 +217,31 @@ def test_token_cli_on_the_embedded_store(tmp_path: Path) -> None:
     assert gm("token", "revoke", record["id"]).returncode == 0
     listed = json.loads(gm("token", "list", "--json").stdout)["tokens"]
     assert listed[0]["revoked_at"] is not None
+
+
+def test_mcp_on_the_same_port_honours_the_tool_contract(tmp_path: Path, servers: list[Server]) -> None:
+    server = start_server(str(tmp_path / "store"), tmp_path / "s")
+    servers.append(server)
+
+    async def session() -> tuple[list[str], Any, Any]:
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with (
+            httpx2.AsyncClient(headers=auth(), timeout=30) as http_client,
+            Client(
+                streamable_http_client(server.url + "/mcp", http_client=http_client), mode="legacy"
+            ) as client,
+        ):
+            tools = await client.list_tools()
+            empty = await client.call_tool("checkpoint_resume", {"agent_id": "mcp", "on_missing": "empty"})
+            missing = await client.call_tool("checkpoint_resume", {"agent_id": "mcp"})
+            return sorted(t.name for t in tools.tools), empty, missing
+
+    names, empty, missing = anyio.run(session)
+    assert names == sorted(["memory_search", "memory_search_batch", "memory_add", "memory_alias",
+                            "checkpoint_save", "checkpoint_resume", "memory_reflect"])  # fmt: skip
+    assert empty.structured_content == {"found": False, "agent_id": "mcp"} and not empty.is_error
+    assert missing.is_error and missing.structured_content is None
+    assert httpx.get(server.url + "/mcp", timeout=10).status_code == 401  # MCP needs the token too
