@@ -278,6 +278,8 @@ class Toolbox:
             arguments = json.loads(call.arguments or "{}")
         except json.JSONDecodeError as exc:
             return ToolResult(f"error: arguments are not valid JSON ({exc.msg} at position {exc.pos})", True)
+        except RecursionError:
+            return ToolResult("error: arguments are nested too deeply", True)
         if not isinstance(arguments, dict):
             return ToolResult("error: arguments must be a JSON object", True)
         arguments = clean_json_value(arguments)

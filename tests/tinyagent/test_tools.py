@@ -189,6 +189,7 @@ def test_submit_returns_the_answer(box: Toolbox) -> None:
         ("bash", "{not json", "error: arguments are not valid JSON"),
         ("bash", "[1, 2]", "error: arguments must be a JSON object"),
         ("submit", '{"answer": 5}', "error: argument 'answer' is required and must be a string"),
+        ("submit", "[" * 100_000, "error: arguments are nested too deeply"),
     ],
 )
 def test_model_mistakes_become_error_results(box: Toolbox, name: str, raw: str, expected: str) -> None:
