@@ -3,12 +3,17 @@
 ``fused = Σ_s weight_s / (k + rank_s)`` over the signals that ranked the fact (rank 0 = absent), then
 ``final = fused × (1 + confidence_weight × c)`` with c = +1 verified, 0 inferred, -1 unverified.
 Results are in a total order: final score desc, then ``created_at`` asc (oldest first), then id asc.
+
+Scoring needs only ranks, ``created_at`` and the confidence label, so :func:`order` works on light
+:class:`Scored` rows and :func:`select` loads full facts lazily, best first, only until ``top_k``
+distinct texts are found: a recall decodes about ``top_k`` facts instead of its whole pool.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from ..models import CONFIDENCE_LEVELS, Fact, SignalWeights
 
@@ -86,3 +91,74 @@ def fuse(
         floor = min_relevance * unique[0].final_score
         unique = [f for f in unique if f.final_score >= floor]
     return unique[:top_k]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A candidate's ranks and scores before its fact is loaded."""
+
+    fact_id: str
+    created_at: datetime
+    keyword_rank: int
+    vector_rank: int
+    recency_rank: int
+    fused_score: float
+    factor: float
+    final_score: float
+
+
+def order(
+    ranks: Mapping[str, tuple[int, int, int]],
+    info: Mapping[str, tuple[datetime, str]],
+    *,
+    weights: SignalWeights,
+    k: int,
+    confidence_weight: float = 0.0,
+) -> list[Scored]:
+    """Score every candidate (``ranks``: id -> keyword, vector, recency rank; ``info``: id -> created_at,
+    confidence) and return them in the total order. Zero fused scores are dropped."""
+    scored: list[Scored] = []
+    for fact_id, (keyword_rank, vector_rank, recency_rank) in ranks.items():
+        base = rrf_score(keyword_rank, vector_rank, recency_rank, weights, k)
+        if base <= 0.0:
+            continue
+        created_at, confidence = info[fact_id]
+        factor = confidence_factor(confidence, confidence_weight)
+        scored.append(
+            Scored(fact_id, created_at, keyword_rank, vector_rank, recency_rank, base, factor, base * factor)
+        )
+    scored.sort(key=lambda item: (-item.final_score, item.created_at, item.fact_id))
+    return scored
+
+
+def select(
+    ordered: Sequence[Scored],
+    load: Callable[[Sequence[str]], Mapping[str, Fact]],
+    *,
+    top_k: int,
+    min_relevance: float = 0.0,
+    batch: int | None = None,
+) -> list[Fused]:
+    """Walk ``ordered`` best first, loading facts in batches, skipping facts ``load`` no longer returns
+    and repeated texts, until ``top_k`` results; apply the min-relevance cut against the best one."""
+    size = batch or top_k + 8
+    unique: list[Fused] = []
+    seen: set[str] = set()
+    best: float | None = None
+    for start in range(0, len(ordered), size):
+        chunk = ordered[start : start + size]
+        facts = load([item.fact_id for item in chunk])
+        for item in chunk:
+            fact = facts.get(item.fact_id)
+            if fact is None or fact.text in seen:
+                continue
+            if best is None:
+                best = item.final_score
+            elif min_relevance > 0 and item.final_score < min_relevance * best:
+                return unique
+            seen.add(fact.text)
+            candidate = Candidate(fact, item.keyword_rank, item.vector_rank, item.recency_rank)
+            unique.append(Fused(candidate, item.fused_score, item.factor, item.final_score))
+            if len(unique) >= top_k:
+                return unique
+    return unique

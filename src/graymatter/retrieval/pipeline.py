@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol
 
-from ..models import CONFIDENCE_LEVELS, Confidence, SignalWeights
+from ..models import CONFIDENCE_LEVELS, Confidence, Fact, SignalWeights, default_weights
 from ..store.base import Store
-from .fusion import Candidate, Fused, fuse
+from .fusion import Fused, order, select
 from .keyword import CONTEXT_SOURCES, CONTEXT_WEIGHT, CONTEXT_WINDOW, PHRASE_WEIGHT, keyword_scores
 from .query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from .recency import DEFAULT_RESOLUTION_S, recency_ranks
@@ -41,7 +42,7 @@ class RecallRequest:
     agent_ids: tuple[str, ...]
     query: str
     top_k: int = 8
-    weights: SignalWeights = field(default_factory=SignalWeights)
+    weights: SignalWeights = field(default_factory=default_weights)
     k: int = 60
     min_relevance: float = 0.0
     min_confidence: Confidence | None = None
@@ -135,33 +136,48 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
 
     pool_ids = list(dict.fromkeys([*keyword_score, *vector_ids, *recent_ids]))
     allowed = None if confidences is None else set(confidences)
-    facts = {
-        f.id: f
-        for f in store.get_facts(pool_ids)
-        if f.live and f.kind == "fact" and (allowed is None or f.confidence in allowed)
-    }
+    info, loaded = _rank_info(store, pool_ids)
+    info = {fid: row for fid, row in info.items() if allowed is None or row[1] in allowed}
     keyword_order = sorted(
-        (fid for fid in keyword_score if fid in facts),
-        key=lambda fid: (-keyword_score[fid], facts[fid].created_at, fid),
+        (fid for fid in keyword_score if fid in info),
+        key=lambda fid: (-keyword_score[fid], info[fid][0], fid),
     )
     keyword_rank = {fid: i + 1 for i, fid in enumerate(keyword_order)}
-    vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in facts)}
+    vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in info)}
     recency_rank = recency_ranks(
-        facts.values(),
+        {fid: row[0] for fid, row in info.items()},
         resolution_s=request.recency_resolution_s,
         exact=not keyword_rank and not vector_rank,
     )
+    ranks = {
+        fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in info
+    }
+    ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
 
-    candidates = [
-        Candidate(fact, keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0))
-        for fid, fact in facts.items()
-    ]
-    results = fuse(
-        candidates,
-        weights=weights,
-        k=request.k,
-        top_k=request.top_k,
-        confidence_weight=request.confidence_weight,
-        min_relevance=request.min_relevance,
-    )
+    def load(ids: Sequence[str]) -> dict[str, Fact]:
+        missing = [fid for fid in ids if fid not in loaded]
+        if missing:
+            loaded.update((f.id, f) for f in store.get_facts(missing))
+        return {
+            fid: fact
+            for fid in ids
+            if (fact := loaded.get(fid)) is not None
+            and fact.live
+            and fact.kind == "fact"
+            and (allowed is None or fact.confidence in allowed)
+        }
+
+    results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
     return RecallOutcome(results, terms, vector_used)
+
+
+def _rank_info(store: Store, fact_ids: list[str]) -> tuple[dict[str, tuple[datetime, str]], dict[str, Fact]]:
+    """``(created_at, confidence)`` of the live facts among ``fact_ids``, and any facts already decoded.
+
+    Uses the backend's light ``rank_info`` when it has one; otherwise decodes the facts (same ranking).
+    """
+    light = getattr(store, "rank_info", None)
+    if light is not None:
+        return dict(light(fact_ids)), {}
+    facts = {f.id: f for f in store.get_facts(fact_ids) if f.live and f.kind == "fact"}
+    return {fid: (f.created_at, f.confidence) for fid, f in facts.items()}, facts

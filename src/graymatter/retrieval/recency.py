@@ -11,30 +11,24 @@ weights) the ranks stay exact, so recency-only recall still reproduces a sliding
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from ..models import Fact
+from collections.abc import Mapping
+from datetime import datetime
 
 DEFAULT_RESOLUTION_S = 3600.0
 
 
-def newest_first(fact: Fact) -> tuple[float, str]:
-    """Sort key: newest ``created_at`` first, then id."""
-    return (-fact.created_at.timestamp(), fact.id)
-
-
-def recency_ranks(facts: Iterable[Fact], *, resolution_s: float, exact: bool) -> dict[str, int]:
-    """1-based recency rank per fact id (see the module docstring for ties)."""
-    ordered = sorted(facts, key=newest_first)
+def recency_ranks(created: Mapping[str, datetime], *, resolution_s: float, exact: bool) -> dict[str, int]:
+    """1-based recency rank per fact id from ``id -> created_at`` (see the module docstring for ties)."""
+    ordered = sorted(created.items(), key=lambda item: (-item[1].timestamp(), item[0]))
     if exact or resolution_s <= 0:
-        return {fact.id: position for position, fact in enumerate(ordered, start=1)}
+        return {fact_id: position for position, (fact_id, _) in enumerate(ordered, start=1)}
     ranks: dict[str, int] = {}
     group_newest: float | None = None
     group_rank = 0
-    for position, fact in enumerate(ordered, start=1):
-        moment = fact.created_at.timestamp()
+    for position, (fact_id, created_at) in enumerate(ordered, start=1):
+        moment = created_at.timestamp()
         if group_newest is None or group_newest - moment > resolution_s:
             group_newest = moment
             group_rank = position
-        ranks[fact.id] = group_rank
+        ranks[fact_id] = group_rank
     return ranks
