@@ -281,6 +281,10 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
     if tool_timeout <= 0:
         raise ConfigError("the tool timeout must be greater than 0 seconds")
 
+    for label, value in (("model", model), ("instructions", instructions), ("base_url", base_url)):
+        if value is not None and not _is_utf8(value):
+            raise ConfigError(f"the configured {label} is not valid UTF-8 text")
+
     return Settings(
         provider=provider,
         model=model,
@@ -301,6 +305,14 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         config_files=tuple(label for label, _ in layers),
         sources=sources,
     )
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _pick_model(

@@ -314,3 +314,12 @@ def test_project_config_may_choose_a_per_provider_model(home: dict[str, str], pr
     resolved = resolve_settings(args(cwd=str(project)), home)
     assert resolved.model == "gpt-4.1-nano"
     assert resolved.sources["model"].endswith("(providers.openai.model)")
+
+
+def test_text_that_cannot_be_saved_as_utf8_is_refused(home: dict[str, str], project: Path) -> None:
+    (project / ".tinyagent.yaml").write_text('instructions: "odd \\ud800 text"\n')
+    with pytest.raises(ConfigError, match="the configured instructions is not valid UTF-8 text"):
+        resolve_settings(args(cwd=str(project)), home)
+    (project / ".tinyagent.yaml").unlink()
+    with pytest.raises(ConfigError, match="the configured model is not valid UTF-8 text"):
+        resolve_settings(args(cwd=str(project), model="gpt\udcff"), home)
