@@ -676,6 +676,20 @@ class PostgresStore:
         found = {r[0]: self._fact(r) for r in rows}
         return [found[i] for i in ids if i in found]
 
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """``(created_at, confidence)`` of the live kind='fact' facts among ``fact_ids`` (no decoding)."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return {}
+        rows = self._read(
+            lambda c: c.execute(
+                "SELECT id, created_at, confidence FROM gm_facts WHERE id = ANY(%s)"
+                " AND superseded_by IS NULL AND kind = 'fact'",
+                (ids,),
+            ).fetchall()
+        )
+        return {r[0]: (_utc(r[1]), r[2]) for r in rows}
+
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         rows = self._read(
             lambda c: c.execute(
