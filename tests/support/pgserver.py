@@ -38,7 +38,13 @@ _TEST_SETTINGS = {
 }
 # Benchmarks keep fsync: commits are not flushed one by one (like SQLite's WAL with synchronous=NORMAL,
 # the embedded store's setting), but checkpoints are durable.
-_BENCH_SETTINGS = {"synchronous_commit": "off", "max_wal_size": "4GB", "shared_buffers": "256MB"}
+_BENCH_SETTINGS = {
+    "synchronous_commit": "off",
+    "max_wal_size": "4GB",
+    "shared_buffers": "512MB",
+    "maintenance_work_mem": "2GB",  # HNSW builds in memory
+    "max_parallel_maintenance_workers": "2",
+}
 
 
 @dataclass
