@@ -50,7 +50,8 @@ Standalone (for CLI or benchmark subprocesses):
     python tests/support/provider_stubs.py --script replies.json [--port 0] [--record requests.jsonl]
 
 prints one JSON line `{"url": "http://127.0.0.1:PORT"}` on stdout once it listens, then serves until
-killed. `replies.json` is a list of replies or {"replies": [...], "loop": true}.
+killed. `replies.json` is a list of replies or {"replies": [...], "loop": true}. `StubProcess` wraps
+this for tests and benchmarks; each record carries `received_at` / `responded_at` (time.time()).
 """
 
 from __future__ import annotations
