@@ -130,6 +130,10 @@ class Store(Protocol):
     ) -> list[ScoredId]:
         """Cosine-nearest facts embedded by ``model``, best first, at most ``limit``."""
 
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """``(created_at, confidence)`` of the live ``fact``-kind facts among ``fact_ids`` (others omitted);
+        what ranking needs without decoding whole facts."""
+
     def recent(
         self, agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None = None
     ) -> list[str]:

@@ -849,16 +849,61 @@ class SQLiteStore:
         terms = [t for t in terms if t.strip()]
         if not terms or not agent_ids or limit <= 0 or confidences == []:
             return []
-        params: list[Any] = [fts_match_expression(terms), *agent_ids]
-        sql = (
-            "SELECT f.id, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
-            f"WHERE facts_fts MATCH ? AND f.agent_id IN ({_placeholders(len(agent_ids))})"
-        )
-        sql += self._confidence_clause(confidences, "f.confidence", params)
-        sql += " ORDER BY s, f.created_at, f.id LIMIT ?"
-        params.append(limit)
-        rows = self._read(lambda c: c.execute(sql, params).fetchall())
-        return [ScoredId(r[0], -float(r[1])) for r in rows]
+        match = fts_match_expression(terms)
+        filters: list[Any] = [*agent_ids]
+        where = f"f.agent_id IN ({_placeholders(len(agent_ids))})"
+        where += self._confidence_clause(confidences, "f.confidence", filters)
+        inner_limit = max(2 * limit, 50)
+
+        def work(c: sqlite3.Connection) -> list[tuple[str, float]]:
+            # Rank inside FTS5 first (no per-match join), then filter the best rows by namespace/confidence.
+            inner = c.execute(
+                "SELECT rowid, bm25(facts_fts) AS s FROM facts_fts WHERE facts_fts MATCH ? "
+                "ORDER BY s, rowid LIMIT ?",
+                (match, inner_limit),
+            ).fetchall()
+            if not inner:
+                return []
+            score = dict(inner)
+            ranked: list[tuple[float, int, str]] = []
+            for chunk in _chunks(list(score)):
+                for rowid, fact_id, created in c.execute(
+                    "SELECT f.rowid, f.id, f.created_at FROM facts f "
+                    f"WHERE f.rowid IN ({_placeholders(len(chunk))}) AND {where}",
+                    [*chunk, *filters],
+                ).fetchall():
+                    ranked.append((score[rowid], created, fact_id))
+            ranked.sort()
+            exact = len(inner) < inner_limit  # every match was ranked
+            if not exact and len(ranked) >= limit and ranked[limit - 1][0] < inner[-1][1]:
+                exact = True  # the limit-th survivor beats the cut, so nothing beyond the cut can outrank it
+            if exact:
+                return [(fact_id, s) for s, _, fact_id in ranked[:limit]]
+            return c.execute(
+                "SELECT f.id, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
+                f"WHERE facts_fts MATCH ? AND {where} ORDER BY s, f.created_at, f.id LIMIT ?",
+                [match, *filters, limit],
+            ).fetchall()
+
+        return [ScoredId(fid, -float(score)) for fid, score in self._read(work)]
+
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return {}
+
+        def work(c: sqlite3.Connection) -> dict[str, tuple[datetime, str]]:
+            out: dict[str, tuple[datetime, str]] = {}
+            for chunk in _chunks(ids):
+                for fact_id, created, confidence in c.execute(
+                    "SELECT id, created_at, confidence FROM facts WHERE superseded_by IS NULL "
+                    f"AND kind = 'fact' AND id IN ({_placeholders(len(chunk))})",
+                    list(chunk),
+                ).fetchall():
+                    out[fact_id] = (_dt(created), confidence)
+            return out
+
+        return self._read(work)
 
     def recent(
         self, agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None = None

@@ -264,3 +264,32 @@ def test_terms_with_spaces_are_phrases(store_factory: StoreFactory) -> None:
     store.add_facts([adjacent, apart])
     assert [h.fact_id for h in store.keyword_search(["a"], ["blue whale"], 10)] == [adjacent.id]
     assert {h.fact_id for h in store.keyword_search(["a"], ["blue", "whale"], 10)} == {adjacent.id, apart.id}
+
+
+def test_keyword_search_is_exact_when_other_namespaces_dominate(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    crowd = [fact("b", "zebra zebra zebra", i) for i in range(150)]  # better BM25 than a's facts
+    mine = [fact("a", f"zebra in a long sentence about many other things {i}", 200 + i) for i in range(12)]
+    store.add_facts(crowd + mine)
+    got = [h.fact_id for h in store.keyword_search(["a"], ["zebra"], 10)]
+    assert got == [f.id for f in mine[:10]]  # equal scores: oldest first
+
+
+def test_keyword_search_ties_follow_created_at_not_insertion_order(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    twins = [fact("a", f"okapi {i:03d}", 1000 - i) for i in range(120)]  # inserted newest first
+    store.add_facts(twins)
+    got = [h.fact_id for h in store.keyword_search(["a"], ["okapi"], 10)]
+    oldest = sorted(twins, key=lambda f: (f.created_at, f.id))[:10]
+    assert got == [f.id for f in oldest]
+
+
+def test_rank_info_returns_live_fact_metadata(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    live, dead = fact("a", "live", 1, confidence="verified"), fact("a", "dead", 2)
+    alias = fact("a", "al", 3, kind="alias", equivalents=["x"])
+    store.add_facts([live, dead, alias])
+    store.supersede([dead.id], "agent")
+    assert store.rank_info([live.id, dead.id, alias.id, "missing"]) == {
+        live.id: (live.created_at, "verified")
+    }
