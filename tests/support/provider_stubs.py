@@ -487,6 +487,8 @@ def _validate_anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> str
                     results.append(block.get("tool_use_id"))
                 else:
                     seen_other = True
+                    if block.get("type") == "text" and not str(block.get("text") or "").strip():
+                        return f"messages.{i}: text content blocks must contain non-whitespace text"
             for rid in results:
                 if rid not in previous_tool_uses:
                     return (
@@ -526,8 +528,8 @@ def _validate_anthropic(body: dict[str, Any], headers: Mapping[str, str]) -> str
                         return f"messages.{i}.content: tool_use.input: Input should be a valid dictionary"
                     uses.append(tid)
                 elif kind == "text":
-                    if not block.get("text"):
-                        return f"messages.{i}: text content blocks must be non-empty"
+                    if not str(block.get("text") or "").strip():
+                        return f"messages.{i}: text content blocks must contain non-whitespace text"
                 elif kind == "tool_result":
                     return f"messages.{i}: tool_result blocks are only allowed in user messages"
             if len(set(uses)) != len(uses):

@@ -168,13 +168,14 @@ class AnthropicProvider:
             if message.is_error:
                 block["is_error"] = True
             return [block]
+        # The API rejects text blocks that are empty or whitespace only; such text carries nothing.
         if message.role == "user":
-            return [{"type": "text", "text": message.content}] if message.content else []
+            return [{"type": "text", "text": message.content}] if _has_text(message.content) else []
         blocks: list[dict[str, Any]] = []
         state = (message.provider_state or {}).get(STATE_KEY)
         if isinstance(state, dict):
             blocks.extend(dict(b) for b in state.get("thinking") or [] if isinstance(b, dict))
-        if message.content:
+        if _has_text(message.content):
             blocks.append({"type": "text", "text": message.content})
         for wire_id, call in zip(ids.calls(index), message.tool_calls, strict=True):
             blocks.append(
@@ -330,6 +331,10 @@ class AnthropicProvider:
             block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking") or "")
         elif kind == "signature_delta":
             block["signature"] = str(block.get("signature") or "") + str(delta.get("signature") or "")
+
+
+def _has_text(content: str | None) -> bool:
+    return bool(content and content.strip())
 
 
 def _ordered(role: str, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
