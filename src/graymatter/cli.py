@@ -53,7 +53,11 @@ def open_memory(args: argparse.Namespace) -> Memory:
     from .memory import Memory
     from .store import open_store
 
-    return Memory(store=open_store(resolve_store_location(args)))
+    memory = Memory(store=open_store(resolve_store_location(args)))
+    # A short-lived command waits briefly for a consolidation it triggered; an unfinished cycle is safe to
+    # abandon (every step is its own transaction) and the next trigger runs it again.
+    memory.close_timeout_s = 5.0
+    return memory
 
 
 # -- output helpers --------------------------------------------------------------------------------

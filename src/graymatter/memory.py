@@ -105,6 +105,8 @@ class Memory:
         self._inflight: set[str] = set()
         self._consolidation_slots = threading.BoundedSemaphore(self.config.max_async_consolidations)
         self._on_consolidate_error = on_consolidate_error
+        self.close_timeout_s = 30.0
+        """How long ``close()`` (and leaving a ``with`` block) waits for background consolidation."""
         self.last_consolidation_error: str | None = None
         try:
             inner = resolve_embedder(self.config) if embedder is _DEFAULT else embedder
@@ -136,7 +138,7 @@ class Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.close()
+        self.close(self.close_timeout_s)
 
     @property
     def embedding_model(self) -> str | None:
@@ -520,7 +522,10 @@ class Memory:
     def _rank(self, request: RecallRequest) -> builtins.list[Fused]:
         results = run_recall(self.store, request, self._embedder).results
         if results:
-            self.store.record_access([r.candidate.fact.id for r in results], utcnow())
+            try:
+                self.store.record_access([r.candidate.fact.id for r in results], utcnow())
+            except StorageError as exc:  # e.g. a read-only store: recall still answers
+                log.warning("access bookkeeping skipped: %s", exc)
         return results
 
     @staticmethod
