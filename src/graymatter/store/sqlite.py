@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar, get_args
 
@@ -133,11 +133,56 @@ def _us(moment: datetime) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def _dt(micros: int | None) -> datetime | None:
     if micros is None:
         return None
-    seconds, rest = divmod(int(micros), 1_000_000)
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest)
+    return _EPOCH + timedelta(microseconds=int(micros))
+
+
+_FACT_FIELDS = frozenset(Fact.model_fields)
+
+
+def _construct_fact_fast(values: dict[str, Any]) -> Fact:
+    """``Fact.model_construct`` for complete, trusted rows, without its per-field default handling."""
+    fact = Fact.__new__(Fact)
+    object.__setattr__(fact, "__dict__", values)
+    object.__setattr__(fact, "__pydantic_fields_set__", set(_FACT_FIELDS))
+    object.__setattr__(fact, "__pydantic_extra__", None)
+    object.__setattr__(fact, "__pydantic_private__", None)
+    return fact
+
+
+def _pick_fact_constructor() -> Callable[[dict[str, Any]], Fact]:
+    """Use the fast constructor only if it is indistinguishable from ``model_construct`` here."""
+    sample = {
+        "id": "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        "agent_id": "a",
+        "text": "t",
+        "kind": "fact",
+        "equivalents": [],
+        "created_at": _EPOCH,
+        "accessed_at": _EPOCH,
+        "access_count": 0,
+        "weight": 1.0,
+        "superseded_by": None,
+        "pinned": False,
+        "pinned_at": None,
+        "confidence": "inferred",
+        "provenance": Provenance.model_construct(),
+    }
+    try:
+        fast, slow = _construct_fact_fast(dict(sample)), Fact.model_construct(**sample)
+        if fast == slow and fast.model_fields_set == slow.model_fields_set and fast.live:
+            return _construct_fact_fast
+    except Exception:  # a future pydantic changed its internals: fall back to the public API
+        pass
+    return lambda values: Fact.model_construct(**values)
+
+
+_construct_fact = _pick_fact_constructor()
 
 
 def _placeholders(count: int) -> str:
@@ -405,21 +450,23 @@ class SQLiteStore:
             equivalents = json.loads(row[4]) if row[4] else []
             if not isinstance(equivalents, list):
                 raise ValueError("malformed equivalents column")
-            return Fact.model_construct(
-                id=row[0],
-                agent_id=row[1],
-                text=row[2],
-                kind=row[3],
-                equivalents=equivalents,
-                created_at=_dt(row[5]),
-                accessed_at=_dt(row[6]),
-                access_count=int(row[7]),
-                weight=min(1.0, max(0.0, float(row[8]))),
-                superseded_by=row[9],
-                pinned=bool(row[10]),
-                pinned_at=_dt(row[11]),
-                confidence=row[12],
-                provenance=_provenance(row[13] or "{}"),
+            return _construct_fact(
+                {
+                    "id": row[0],
+                    "agent_id": row[1],
+                    "text": row[2],
+                    "created_at": _dt(row[5]),
+                    "accessed_at": _dt(row[6]),
+                    "access_count": int(row[7]),
+                    "weight": min(1.0, max(0.0, float(row[8]))),
+                    "superseded_by": row[9],
+                    "pinned": bool(row[10]),
+                    "pinned_at": _dt(row[11]),
+                    "confidence": row[12],
+                    "kind": row[3],
+                    "equivalents": equivalents,
+                    "provenance": _provenance(row[13] or "{}"),
+                }
             )
         except (ValueError, TypeError) as exc:
             raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
