@@ -608,7 +608,8 @@ class SQLiteStore:
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         rows = self._read(
             lambda c: c.execute(
-                f"SELECT {self._FACT_COLUMNS} FROM facts WHERE agent_id = ? AND text = ? AND kind = ? "
+                f"SELECT {self._FACT_COLUMNS} FROM facts INDEXED BY facts_agent_text "
+                "WHERE agent_id = ? AND text = ? AND kind = ? "
                 "ORDER BY created_at, id",
                 (agent_id, text, kind),
             ).fetchall()
@@ -915,7 +916,7 @@ class SQLiteStore:
             ranked: list[tuple[float, int, str]] = []
             for chunk in _chunks(list(score)):
                 for rowid, fact_id, created in c.execute(
-                    "SELECT f.rowid, f.id, f.created_at FROM facts f "
+                    "SELECT f.rowid, f.id, f.created_at FROM facts f NOT INDEXED "
                     f"WHERE f.rowid IN ({_placeholders(len(chunk))}) AND {where}",
                     [*chunk, *filters],
                 ).fetchall():
