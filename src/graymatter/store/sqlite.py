@@ -328,6 +328,7 @@ class SQLiteStore:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA temp_store = MEMORY")
         conn.execute("PRAGMA cache_size = -16000")
+        conn.execute("PRAGMA journal_size_limit = 67108864")  # WAL shrinks back to 64 MiB
 
     def _open_schema(self) -> None:
         conn = self._connect()
