@@ -257,3 +257,23 @@ def test_library_bad_inputs_raise_typed_errors(mem: Memory) -> None:
         mem.link("a", " ", "b")
     assert [f.text for f in mem.list("a")] == ["existing"]
     assert mem.checkpoint_list("a") == []
+
+
+def test_undecodable_fact_is_corrupt_record_not_absence(
+    cli: Callable[..., Any], gm_dir: Path, snapshot_dir: Callable[[Path], dict[str, bytes]]
+) -> None:
+    from graymatter.errors import CorruptRecord, NotFound
+
+    _seeded(gm_dir)
+    with sqlite3.connect(gm_dir / "graymatter.db") as conn:
+        conn.execute("UPDATE facts SET provenance = '{broken' WHERE text LIKE 'seed fact number 3 %'")
+    conn.close()
+    with Memory(gm_dir, config=MemoryConfig(), embedder=None) as memory:
+        with pytest.raises(CorruptRecord) as info:
+            memory.list("agent")
+        assert not isinstance(info.value, NotFound)
+        with pytest.raises(CorruptRecord):
+            memory.recall("agent", "seed fact number 3", top_k=30)
+    before = snapshot_dir(gm_dir)
+    _assert_one_line_error(cli("list", "agent"), 1, "cannot be decoded")
+    assert snapshot_dir(gm_dir) == before
