@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import random
 import re
@@ -276,6 +277,11 @@ class PostgresStore:
         self._tokenizer = FtsTokenizer()
         self._closed = False
         self._defer_index = False
+        try:  # one direct attempt first: a wrong URL fails fast, with the server's reason, on one line
+            psycopg.connect(self._dsn, connect_timeout=max(1, int(timeout)), autocommit=True).close()
+        except psycopg.Error as exc:
+            raise StoreUnavailable(f"cannot connect to PostgreSQL at {self.url}: {_brief(exc)}") from None
+        logging.getLogger("psycopg.pool").setLevel(logging.ERROR)  # pool reconnect chatter is not for users
         try:
             self.pool = ConnectionPool(
                 self._dsn,
@@ -1360,5 +1366,6 @@ def _brief(exc: BaseException) -> str:
     """One line describing a driver error, without connection secrets."""
     diag = getattr(exc, "diag", None)
     primary = getattr(diag, "message_primary", None) if diag is not None else None
-    text = primary or str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lines = str(exc).strip().splitlines()
+    text = primary or (lines[0] if lines else type(exc).__name__)
     return re.sub(r"password=\S+", "password=***", text)

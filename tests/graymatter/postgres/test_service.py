@@ -245,3 +245,15 @@ def test_mcp_on_the_same_port_honours_the_tool_contract(tmp_path: Path, servers:
     assert empty.structured_content == {"found": False, "agent_id": "mcp"} and not empty.is_error
     assert missing.is_error and missing.structured_content is None
     assert httpx.get(server.url + "/mcp", timeout=10).status_code == 401  # MCP needs the token too
+
+
+def test_unreachable_database_fails_fast_on_one_line_without_the_password(tmp_path: Path) -> None:
+    url = f"postgresql://someone:hunter2secret@/nodb?host={tmp_path}"
+    done = subprocess.run(
+        [sys.executable, "-m", "graymatter", "--store", url, "serve", "--http", "127.0.0.1:0",
+         "--token", TOKEN],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "cannot connect to PostgreSQL" in done.stderr and "hunter2secret" not in done.stderr
