@@ -29,12 +29,19 @@ SHARED_SEED = [
 ]
 
 
+_out = sys.stdout
+
+
+def _write(text: str) -> None:
+    _out.write(text)
+
+
 def _section(title: str) -> None:
-    sys.stdout.write(f"\n== {title} ==\n")
+    _write(f"\n== {title} ==\n")
 
 
 def _explain(memory: Any, query: str, **options: Any) -> None:
-    sys.stdout.write(f'\nrecall "{query}"\n')
+    _write(f'\nrecall "{query}"\n')
     for i, hit in enumerate(memory.recall_explain(AGENT, query, 3, **options), 1):
         r = hit.ranks
         ranks = (
@@ -50,8 +57,8 @@ def _explain(memory: Any, query: str, **options: Any) -> None:
             )
             if rank
         )
-        sys.stdout.write(f"  {i}. {hit.text}\n")
-        sys.stdout.write(
+        _write(f"  {i}. {hit.text}\n")
+        _write(
             f"     ranks: {ranks} | fused {r.fused_score:.5f} (recomputed {recomputed:.5f}) | "
             f"score {hit.score:.5f}\n"
         )
@@ -62,6 +69,8 @@ def run_demo(keep: str | None = None, json_output: bool = False) -> int:
     from .config import MemoryConfig
     from .memory import Memory
 
+    global _out
+    _out = sys.stderr if json_output else sys.stdout  # with --json, stdout carries only the JSON summary
     started = time.perf_counter()
     root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="graymatter-demo-"))
     summary: dict[str, Any] = {"store": str(root)}
@@ -72,9 +81,7 @@ def run_demo(keep: str | None = None, json_output: bool = False) -> int:
                 memory.remember(AGENT, text, provenance={"interface": "cli", "client": "demo"})
             for text in SHARED_SEED:
                 memory.remember_shared(text, confidence="verified")
-            sys.stdout.write(
-                f"stored {memory.stats(AGENT).fact_count} agent facts; agents: {memory.agents()}\n"
-            )
+            _write(f"stored {memory.stats(AGENT).fact_count} agent facts; agents: {memory.agents()}\n")
 
             _section("recall with explanations (RRF k=60: keyword 1.0, vector 1.0, recency 0.5)")
             _explain(memory, "which database does production use?")
@@ -89,10 +96,10 @@ def run_demo(keep: str | None = None, json_output: bool = False) -> int:
             revision = memory.revise(
                 AGENT, old, "Deploys happen every Wednesday after 15:00 UTC (changed in Q3)"
             )
-            sys.stdout.write(f"new fact {revision.fact.id} supersedes {revision.superseded_ids}\n")
+            _write(f"new fact {revision.fact.id} supersedes {revision.superseded_ids}\n")
             _explain(memory, "when do deploys happen?")
             retired = [f for f in memory.list(AGENT) if not f.live]
-            sys.stdout.write(f"tombstones kept for history: {len(retired)} (never returned by recall)\n")
+            _write(f"tombstones kept for history: {len(retired)} (never returned by recall)\n")
 
             _section("checkpoint round trip")
             state = {"ticket": "ACME-1042", "step": 3, "notes": ["asked for logs", "waiting on customer"]}
@@ -101,15 +108,13 @@ def run_demo(keep: str | None = None, json_output: bool = False) -> int:
             )
             loaded = memory.checkpoint_latest(AGENT)
             same = loaded.state == state and loaded.id == saved.id
-            sys.stdout.write(f"saved {saved.id}; resumed latest {loaded.id}: state identical = {same}\n")
-            sys.stdout.write(json.dumps(loaded.state, indent=2) + "\n")
+            _write(f"saved {saved.id}; resumed latest {loaded.id}: state identical = {same}\n")
+            _write(json.dumps(loaded.state, indent=2) + "\n")
             summary.update(facts=memory.stats(AGENT).fact_count, checkpoint=saved.id, roundtrip=same)
         elapsed = time.perf_counter() - started
         _section(f"done in {elapsed:.2f} s")
         if keep:
-            sys.stdout.write(
-                f"store kept at {root}; try: graymatter --dir {root} recall {AGENT} 'rate limit'\n"
-            )
+            _write(f"store kept at {root}; try: graymatter --dir {root} recall {AGENT} 'rate limit'\n")
         if json_output:
             summary["seconds"] = round(elapsed, 3)
             sys.stdout.write(json.dumps(summary) + "\n")

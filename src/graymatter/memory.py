@@ -123,15 +123,16 @@ class Memory:
             raise
 
     # -- lifecycle ---------------------------------------------------------------------------------
-    def close(self, timeout_s: float = 30.0) -> None:
-        """Wait (bounded) for background consolidation, then release the store. Idempotent."""
+    def close(self, timeout_s: float | None = None) -> None:
+        """Wait (at most ``timeout_s``, default ``close_timeout_s``) for background consolidation, then
+        release the store. Idempotent."""
         if self._closed:
             return
         self._closed = True
         with self._threads_lock:
             threads = builtins.list(self._threads)
         for thread in threads:
-            thread.join(timeout_s)
+            thread.join(self.close_timeout_s if timeout_s is None else timeout_s)
         self.store.close()
 
     def __enter__(self) -> Memory:
