@@ -215,10 +215,12 @@ def _unwritable_dir(tmp_path: Path) -> Path:
         target.chmod(0o500)
         return target
     candidate = Path("/sys")  # root ignores mode bits; sysfs refuses new files even for root
+    probe = candidate / "graymatter-probe"
     try:
-        (candidate / "graymatter-probe").open("w").close()
+        probe.open("w").close()
     except OSError:
         return candidate
+    probe.unlink(missing_ok=True)
     pytest.skip("no unwritable directory available to this user")
 
 
