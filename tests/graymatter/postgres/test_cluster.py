@@ -34,19 +34,28 @@ class Client(threading.Thread):
         self.violations: list[str] = []
         self.errors: list[str] = []
         self.rng = random.Random(number)
+        self.last_server = -1
+        self.cross_server_recalls = 0
 
-    def call(self, method: str, path: str, **kwargs: object) -> httpx.Response | None:
-        """Send to a random live server; on a connection failure try another (the write is unacknowledged)."""
-        for _ in range(8):
+    def call(
+        self, method: str, path: str, avoid: int | None = None, **kwargs: object
+    ) -> httpx.Response | None:
+        """Send to a random live server (not ``avoid``); on a connection failure try another.
+
+        A request that failed at the transport level is unacknowledged: it may or may not have happened.
+        """
+        for _ in range(16):
             index = self.rng.randrange(len(self.servers))
-            if index in self.dead:
+            if index in self.dead or index == avoid:
                 continue
             try:
-                return httpx.request(
+                response = httpx.request(
                     method, self.servers[index].url + path, headers=auth(), timeout=30, **kwargs
                 )
             except httpx.TransportError:
                 continue
+            self.last_server = index
+            return response
         return None
 
     def run(self) -> None:
@@ -61,9 +70,14 @@ class Client(threading.Thread):
                 continue
             fact = response.json()
             self.acked[fact["id"]] = text
-            # Recall through (probably) another server: read-your-writes across servers.
-            found = self.call("GET", "/recall", params={"agent_id": self.agent, "q": marker, "k": 3})
+            # Recall through another server than the one that took the write.
+            writer = self.last_server
+            found = self.call(
+                "GET", "/recall", avoid=writer, params={"agent_id": self.agent, "q": marker, "k": 3}
+            )
             if found is not None and found.status_code == 200:
+                assert self.last_server != writer
+                self.cross_server_recalls += 1
                 ids = [hit["id"] for hit in found.json()["results"]]
                 if fact["id"] not in ids:
                     self.violations.append(f"fact {fact['id']} not recalled right after its write")
@@ -127,6 +141,7 @@ def test_four_servers_one_database_with_a_sigkill(pg_dsn: str, tmp_path: Path, s
     missing = set(acked) - set(all_ids)
     assert not missing, f"{len(missing)} acknowledged writes lost"
     assert sum(len(c.acked) for c in clients) >= CLIENTS * OPS_PER_CLIENT // 2
+    assert sum(c.cross_server_recalls for c in clients) >= CLIENTS * OPS_PER_CLIENT // 2
     violations = [v for c in clients for v in c.violations]
     errors = [e for c in clients for e in c.errors]
     assert not violations, violations[:5]
