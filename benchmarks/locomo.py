@@ -46,6 +46,32 @@ def _open_conversation(conv: Conversation) -> Any:
     return memory
 
 
+def _vector_system(conv: Conversation) -> Ranker:
+    """Default recall plus the deterministic ``HashingEmbedder`` (lexical unigram+bigram hashing, not a
+    semantic model): shows what equal-weight vector fusion does with a weak embedder."""
+    from graymatter import Memory
+    from graymatter.config import MemoryConfig
+    from graymatter.embeddings import HashingEmbedder
+
+    key = f"vectors:{conv.sample_id}"
+    memory = _open.get(key)
+    if memory is None:
+        directory = cache_dir() / "locomo-vectors" / conv.sample_id
+        memory = Memory(directory, config=MemoryConfig(async_consolidate=False), embedder=HashingEmbedder())
+        if not memory.list(conv.sample_id):
+            memory.remember_many(conv.sample_id, [t.fact_text for t in conv.turns])
+        _open[key] = memory
+    by_text = _turn_ids(conv)
+
+    def rank(query: str) -> list[str]:
+        ranked: list[str] = []
+        for hit in memory.recall(conv.sample_id, query, top_k=DEPTH):
+            ranked.extend(by_text[hit.text])
+        return ranked
+
+    return rank
+
+
 def _turn_ids(conv: Conversation) -> dict[str, list[str]]:
     by_text: dict[str, list[str]] = {}
     for turn in conv.turns:
@@ -122,6 +148,7 @@ def run(quick: bool) -> dict[str, Any]:
         ("  ablation: neither (plain BM25 ranks)", _variant_system(context_weight=0.0, phrase_weight=0.0)),
         ("  ablation: strict recency ranks", _variant_system(recency_resolution_s=0.0)),
         ("  ablation: recency weight 0", _variant_system(weights=SignalWeights(recency=0.0))),
+        ("  with hashing vectors (lexical, weight 1.0)", _vector_system),
     ]
     queries = sum(len(c.questions) for c in conversations)
     results: dict[str, Any] = {"conversations": [c.sample_id for c in conversations], "questions": queries}
