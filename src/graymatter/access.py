@@ -458,6 +458,8 @@ class ScopedMemory:
         return self._memory
 
     def __getattr__(self, name: str) -> Any:
+        if name == "store":  # the raw store would bypass every scope check
+            raise AttributeError("the store is not reachable through a scoped memory")
         target = getattr(self._memory, name)
         if name in _AGENT_METHODS:
             return self._guard(target, _AGENT_METHODS[name], shared=False)
