@@ -53,10 +53,121 @@ def render_one(name: str, results_dir: Path) -> str | None:
     return "\n".join(parts)
 
 
+def _load(results_dir: Path, name: str) -> dict[str, Any] | None:
+    path = results_dir / f"{name}.json"
+    if not path.is_file():
+        return None
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    return payload.get("results") if isinstance(payload.get("results"), dict) else None
+
+
+def _verdict(met: bool) -> str:
+    return "met" if met else "**missed**"
+
+
+def target_rows(results_dir: Path) -> list[list[str]]:
+    """One row per issue target: target, measured figure (with its same-run baseline), verdict."""
+    rows: list[list[str]] = []
+    recall = _load(results_dir, "recall_latency")
+    if recall:
+        sizes = {r["facts"]: r for r in recall["sizes"]}
+        if 30_000 in sizes:
+            kw = sizes[30_000]["keyword"]
+            naive = sizes[30_000]["naive_fts_all_words"]
+            rows.append(
+                [
+                    "recall at 30k facts at least as fast as Go (3.3 ms p50 / 20.5 ms p99)",
+                    f"keyword {kw['p50_ms']:.2f} / {kw['p99_ms']:.2f} ms (naive FTS5 {naive['p50_ms']:.2f} / "
+                    f"{naive['p99_ms']:.2f} ms)",
+                    _verdict(kw["p50_ms"] <= 3.3 and kw["p99_ms"] <= 20.5),
+                ]
+            )
+        if 100_000 in sizes:
+            kw, vec = sizes[100_000]["keyword"], sizes[100_000]["vectors"]
+            rows.append(
+                [
+                    "recall p99 at 100k facts < 50 ms",
+                    f"keyword {kw['p99_ms']:.1f} ms, with vectors {vec['p99_ms']:.1f} ms "
+                    f"(p50 {kw['p50_ms']:.1f} / {vec['p50_ms']:.1f})",
+                    _verdict(kw["p99_ms"] < 50 and vec["p99_ms"] < 50),
+                ]
+            )
+    cold = _load(results_dir, "cold_recall")
+    if cold:
+        rows.append(
+            [
+                "cold `graymatter recall` at 10k facts: median < 150 ms",
+                f"{cold['graymatter_recall']['p50_ms']:.0f} ms (python -c pass "
+                f"{cold['baseline_python_pass']['p50_ms']:.0f} ms)",
+                _verdict(cold["graymatter_recall"]["p50_ms"] < 150),
+            ]
+        )
+    writes = _load(results_dir, "write_throughput")
+    if writes:
+        last = writes["rounds"][-1]
+        rows.append(
+            [
+                f"{last['writers']} writer processes x {writes['per_writer']} facts while another recalls: "
+                "nothing lost, zero errors",
+                f"{last['facts_written'] - last['missing']:,}/{last['facts_written']:,} present, "
+                f"{last['write_errors'] + last['recall_errors']} errors, {last['facts_per_s']:.0f} facts/s",
+                _verdict(bool(writes["nothing_lost"])),
+            ]
+        )
+    tokens = _load(results_dir, "token_reduction")
+    if tokens:
+        last = tokens["token_count"]["rows"][-1]
+        systems = tokens["retrieval_quality"]["systems"]
+        top8, window = systems["graymatter top-8"], systems["window-8"]
+        rows.append(
+            [
+                "token reduction reported next to hit rate (no numeric target)",
+                f"{last['reduction_vs_full_pct']:.0f} % fewer tokens than full history after "
+                f"{last['sessions']} sessions; hit rate {100 * top8['hit_rate']:.0f} % at "
+                f"{top8['tokens_per_question']:.0f} tokens/q vs window-8 {100 * window['hit_rate']:.0f} % at "
+                f"{window['tokens_per_question']:.0f}",
+                "reported",
+            ]
+        )
+    locomo = _load(results_dir, "locomo")
+    if locomo:
+        default = next(v for k, v in locomo.items() if k.startswith("graymatter default"))["overall"]
+        base = locomo["FTS5 BM25 baseline (same run)"]["overall"]
+        rows.append(
+            [
+                "LoCoMo default offline config: hit@10 >= 0.72 and MRR >= 0.50",
+                f"{default['hit_at_k']:.3f} / {default['mrr']:.3f} (BM25 same run {base['hit_at_k']:.3f} / "
+                f"{base['mrr']:.3f}; reference 0.671 / 0.453)",
+                _verdict(bool(locomo["target_met"])),
+            ]
+        )
+    synthetic = _load(results_dir, "synthetic_quality")
+    if synthetic:
+        rev = synthetic["reports"]["revised"]
+        rows.append(
+            [
+                "synthetic suite (CI): superseded facts never returned, revisions current",
+                f"{rev['retired_returned']} retired returned, "
+                f"{rev['families_current']}/{rev['families_total']} current, "
+                f"hit@8 {rev['hit_at_8']:.2f}, MRR {rev['mrr']:.2f}",
+                _verdict(rev["retired_returned"] == 0 and rev["families_current"] == rev["families_total"]),
+            ]
+        )
+    return rows
+
+
+def render_targets(results_dir: Path) -> str:
+    """The targets table (issue 2, Benchmarks) as markdown."""
+    return (
+        render_table(["target", "measured (same-run baseline)", "verdict"], target_rows(results_dir)) + "\n"
+    )
+
+
 def render(results_dir: Path) -> str:
-    """The generated markdown for every registered benchmark that has a full-run result file."""
-    sections = [render_one(name, results_dir) for name in REGISTRY]
-    return "\n".join(s for s in sections if s).rstrip() + "\n"
+    """The generated markdown: the targets table, then every registered benchmark's tables."""
+    sections = ["### Targets\n", render_targets(results_dir)]
+    sections += [s for name in REGISTRY if (s := render_one(name, results_dir))]
+    return "\n".join(sections).rstrip() + "\n"
 
 
 def splice(document: str, generated: str) -> str:
@@ -68,15 +179,48 @@ def splice(document: str, generated: str) -> str:
     return f"{head}{BEGIN}\n\n{generated}\n{END}{tail}"
 
 
+ROOT_README = BENCH_ROOT.parent / "README.md"
+SECTION_BEGIN = "<!-- section:benchmarks -->"
+SECTION_END = "<!-- /section:benchmarks -->"
+SECTION_INTRO = """## Benchmarks
+
+`make bench` runs every benchmark (`.venv/bin/python -m benchmarks [NAME ...] [--quick]`), prints
+the tables and saves them under `benchmarks/results/`. Each one compares against a baseline measured
+in the same run. Methodology, all tables and the machine they ran on:
+[benchmarks/README.md](benchmarks/README.md). Headline against the targets of issue 2 (generated
+from the committed results by `python -m benchmarks.report`):
+"""
+
+
+def render_section(results_dir: Path) -> str:
+    """The README section: how to run, and the targets table."""
+    return f"{SECTION_INTRO}\n{render_targets(results_dir)}"
+
+
+def _replace_between(document: str, begin: str, end: str, body: str) -> str:
+    if begin not in document or end not in document:
+        raise ValueError(f"markers {begin!r} / {end!r} not found")
+    head, rest = document.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{body}{end}{tail}"
+
+
 def main() -> int:
     results_dir = BENCH_ROOT / "results"
-    document = README.read_text(encoding="utf-8")
-    updated = splice(document, render(results_dir))
-    if updated != document:
-        README.write_text(updated, encoding="utf-8")
-        print(f"updated {README}")
-    else:
-        print(f"{README} already up to date")
+    for path, update in (
+        (README, lambda doc: splice(doc, render(results_dir))),
+        (
+            ROOT_README,
+            lambda doc: _replace_between(doc, SECTION_BEGIN, SECTION_END, render_section(results_dir)),
+        ),
+    ):
+        document = path.read_text(encoding="utf-8")
+        updated = update(document)
+        if updated != document:
+            path.write_text(updated, encoding="utf-8")
+            print(f"updated {path}")
+        else:
+            print(f"{path} already up to date")
     return 0
 
 
