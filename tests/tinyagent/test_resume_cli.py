@@ -671,15 +671,34 @@ def test_unusable_file_is_refused(ws: Workspace, checkpoint: Path, name: str, ca
         refused(ws, result, category, bad, bad.read_bytes(), "out.json")
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads any file")
-def test_unreadable_file_is_refused(ws: Workspace, checkpoint: Path) -> None:
-    locked = ws.root / "locked.json"
-    shutil.copy(checkpoint, locked)
-    locked.chmod(0)
+_IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+# Root bypasses file permissions, so the permission case exists only for other users; the symlink
+# loop (open fails with ELOOP) and the EIO read are genuine unreadable conditions root cannot bypass.
+_UNREADABLE = ["symlink-loop", "read-error"] + ([] if _IS_ROOT else ["permissions"])
+
+
+@pytest.mark.parametrize("condition", _UNREADABLE)
+def test_unreadable_file_is_refused(ws: Workspace, checkpoint: Path, condition: str) -> None:
+    if condition == "permissions":
+        source = ws.root / "locked.json"
+        shutil.copy(checkpoint, source)
+        source.chmod(0)
+    elif condition == "symlink-loop":
+        (ws.root / "loop-1.json").symlink_to(ws.root / "loop-2.json")
+        (ws.root / "loop-2.json").symlink_to(ws.root / "loop-1.json")
+        source = ws.root / "loop-1.json"
+    else:  # /proc/self/mem of the reading process: a regular file whose read at offset 0 fails (EIO)
+        source = Path("/proc/self/mem")
+        if not source.exists():
+            pytest.skip("needs Linux /proc")
     try:
-        assert_refused(ws.resume(locked, "out.json"), "unreadable file", output=ws.root / "out.json")
+        line = assert_refused(ws.resume(source, "out.json"), "unreadable file", output=ws.root / "out.json")
     finally:
-        locked.chmod(0o600)
+        if condition == "permissions":
+            source.chmod(0o600)
+    assert ws.stub.requests == []
+    if condition == "read-error":
+        assert "Input/output error" in line
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
