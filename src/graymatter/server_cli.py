@@ -54,6 +54,9 @@ def register(subparsers: Any) -> None:
     )
     serve.add_argument("--rate-burst", type=int, default=400, metavar="B", help="burst size per token")
     serve.add_argument(
+        "--max-body-bytes", type=int, default=1024 * 1024, metavar="N", help="largest request body (1 MiB)"
+    )
+    serve.add_argument(
         "--allow-host",
         action="append",
         default=[],
@@ -224,6 +227,8 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise InvalidInput("--workers > 1 needs an explicit port")
     if args.rate_limit < 0 or args.rate_burst < 1:
         raise InvalidInput("--rate-limit must be >= 0 and --rate-burst >= 1")
+    if not 1024 <= args.max_body_bytes <= 64 * 1024 * 1024:
+        raise InvalidInput("--max-body-bytes must be between 1024 and 67108864")
     location = resolve_store_location(args)
     token = None
     if not args.no_auth:
@@ -239,6 +244,7 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
         "rate_limit": args.rate_limit,
         "rate_burst": args.rate_burst,
         "extra_hosts": list(args.allow_host),
+        "max_body_bytes": args.max_body_bytes,
     }
 
 
@@ -260,6 +266,7 @@ def build_service(settings: dict[str, Any], port: int | None = None) -> Any:
             rate_limit=settings["rate_limit"],
             rate_burst=settings["rate_burst"],
             extra_hosts=tuple(settings["extra_hosts"]),
+            max_body_bytes=settings["max_body_bytes"],
         )
         return build_app(memory, tokens, config, close_memory=True)
     except BaseException:
