@@ -9,15 +9,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-from graymatter.mcp_server import (
-    INSTRUCTIONS,
-    TOOL_SPECS,
-    CheckpointResumeEmpty,
-    CheckpointResumeResult,
-    build_server,
-    estimate_tokens,
-    output_schema_of,
-)
+from graymatter.mcp_schemas import CheckpointResumeEmpty, CheckpointResumeResult, output_schema_of
+from graymatter.mcp_server import INSTRUCTIONS, TOOL_SPECS, build_server, estimate_tokens
 
 EXPECTED_TOOLS = [
     "memory_search",

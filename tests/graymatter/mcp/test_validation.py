@@ -8,9 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graymatter.mcp_server import ON_MISSING_ERROR, TOOL_SPECS, ToolFailure, validate_arguments
+from graymatter.mcp_server import TOOL_SPECS
+from graymatter.mcp_tools import ON_MISSING_ERROR, ToolFailure, validate_arguments
 
 SPECS = {spec.name: spec for spec in TOOL_SPECS}
+
+
+def check(tool: str, arguments: dict[str, Any]) -> Any:
+    return validate_arguments(tool, SPECS[tool].arguments, arguments)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
@@ -22,13 +29,13 @@ json_values = st.recursive(
 @given(json_values.filter(lambda v: v not in ("error", "empty") or not isinstance(v, str)))
 def test_any_other_on_missing_value_is_refused_with_the_exact_text(value: Any) -> None:
     with pytest.raises(ToolFailure) as refused:
-        validate_arguments(SPECS["checkpoint_resume"], {"agent_id": "a", "on_missing": value})
+        check("checkpoint_resume", {"agent_id": "a", "on_missing": value})
     assert str(refused.value) == ON_MISSING_ERROR
 
 
 @pytest.mark.parametrize("value", ["error", "empty"])
 def test_the_two_on_missing_values_pass(value: str) -> None:
-    parsed = validate_arguments(SPECS["checkpoint_resume"], {"agent_id": "a", "on_missing": value})
+    parsed = check("checkpoint_resume", {"agent_id": "a", "on_missing": value})
     assert parsed.on_missing == value  # type: ignore[attr-defined]
 
 
@@ -40,16 +47,14 @@ def test_the_two_on_missing_values_pass(value: str) -> None:
 def test_each_given_identity_must_be_a_non_blank_string(bad: Any, which: str) -> None:
     arguments = {"action": "add", "text": "t", "agent_id": "valid", "agent": "valid", which: bad}
     with pytest.raises(ToolFailure) as refused:
-        validate_arguments(SPECS["memory_reflect"], arguments)
+        check("memory_reflect", arguments)
     assert str(refused.value) == f"{which} must be a non-blank string"
 
 
 @settings(deadline=None)
 @given(agent_id=st.text(min_size=1).filter(str.strip), agent=st.text(min_size=1).filter(str.strip))
 def test_valid_identities_are_used_unchanged_and_agent_id_wins(agent_id: str, agent: str) -> None:
-    parsed = validate_arguments(
-        SPECS["memory_reflect"], {"action": "pin", "agent_id": agent_id, "agent": agent}
-    )
+    parsed = check("memory_reflect", {"action": "pin", "agent_id": agent_id, "agent": agent})
     assert parsed.agent_id == agent_id and parsed.agent == agent  # type: ignore[attr-defined]
 
 
@@ -58,6 +63,6 @@ def test_valid_identities_are_used_unchanged_and_agent_id_wins(agent_id: str, ag
 def test_validation_never_raises_anything_but_a_tool_failure(arguments: dict[str, Any]) -> None:
     for spec in TOOL_SPECS:
         try:
-            validate_arguments(spec, arguments)
+            validate_arguments(spec.name, spec.arguments, arguments)
         except ToolFailure as failure:
             assert str(failure) and "\n" not in str(failure)
