@@ -135,6 +135,11 @@ def _cmd_recall(args: argparse.Namespace) -> int:
                     ("recency", r.recency_rank),
                 )
             )
+            if hit.keyword_source in ("context", "phrase"):
+                note = (
+                    "phrase" if hit.keyword_source == "phrase" else f"context of {hit.keyword_context_from}"
+                )
+                ranks = ranks.replace(f"keyword {r.keyword_rank}", f"keyword {r.keyword_rank} ({note})", 1)
             lines.append(
                 f"   id {hit.id} | ranks: {ranks} | fused {r.fused_score:.6f} (k={r.k}) | "
                 f"score {hit.score:.6f} | {hit.confidence}{', pinned' if hit.pinned else ''}"

@@ -44,9 +44,12 @@ def _explain(memory: Any, query: str, **options: Any) -> None:
     _write(f'\nrecall "{query}"\n')
     for i, hit in enumerate(memory.recall_explain(AGENT, query, 3, **options), 1):
         r = hit.ranks
-        ranks = (
-            f"keyword {r.keyword_rank or '-'}, vector {r.vector_rank or '-'}, recency {r.recency_rank or '-'}"
-        )
+        keyword = str(r.keyword_rank or "-")
+        if hit.keyword_source == "context":
+            keyword += " (context: written next to a matching fact)"
+        elif hit.keyword_source == "phrase":
+            keyword += " (phrase)"
+        ranks = f"keyword {keyword}, vector {r.vector_rank or '-'}, recency {r.recency_rank or '-'}"
         weights = hit.weights
         recomputed = sum(
             w / (r.k + rank)

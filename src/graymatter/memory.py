@@ -43,7 +43,7 @@ from .models import (
     utcnow,
 )
 from .retrieval.fusion import Fused
-from .retrieval.pipeline import RecallRequest, run_recall
+from .retrieval.pipeline import RecallOutcome, RecallRequest, run_recall
 from .store import Store, open_store
 
 log = logging.getLogger("graymatter")
@@ -521,13 +521,17 @@ class Memory:
         )
 
     def _rank(self, request: RecallRequest) -> builtins.list[Fused]:
-        results = run_recall(self.store, request, self._embedder).results
+        return self._run(request).results
+
+    def _run(self, request: RecallRequest) -> RecallOutcome:
+        outcome = run_recall(self.store, request, self._embedder)
+        results = outcome.results
         if results:
             try:
                 self.store.record_access([r.candidate.fact.id for r in results], utcnow())
             except StorageError as exc:  # e.g. a read-only store: recall still answers
                 log.warning("access bookkeeping skipped: %s", exc)
-        return results
+        return outcome
 
     @staticmethod
     def _hit(item: Fused) -> dict[str, Any]:
@@ -591,7 +595,9 @@ class Memory:
         request = self._request(
             agent_id, query, top_k, scope, min_relevance, min_confidence, confidence_weight, weights
         )
-        results = self._rank(request)
+        outcome = self._run(request)
+        results = outcome.results
+        sources: dict[str, tuple[str, str | None]] = getattr(outcome, "keyword_sources", None) or {}
         ids = [r.candidate.fact.id for r in results]
         supersedes = self.store.supersedes(ids) if ids else {}
         links = self.store.links(builtins.list(request.agent_ids)) if ids else []
@@ -624,6 +630,12 @@ class Memory:
                         effective_confidence=fact.confidence,
                     ),
                     age_days=round(max(0.0, (now - fact.created_at).total_seconds()) / 86_400, 6),
+                    keyword_source=(
+                        sources.get(fact.id, ("match", None))[0] if item.candidate.keyword_rank else None
+                    ),
+                    keyword_context_from=(
+                        sources.get(fact.id, ("match", None))[1] if item.candidate.keyword_rank else None
+                    ),
                     supersedes=supersedes.get(fact.id, []),
                     links=related,
                     provenance=fact.provenance,

@@ -151,6 +151,11 @@ class RecallExplanation(RecallHit):
     weights: SignalWeights
     ranking: RankingPolicy
     age_days: float
+    keyword_source: Literal["match", "phrase", "context"] | None = None
+    """Where the keyword rank came from: the fact matched the query terms, matched only the phrase bonus,
+    or borrowed score from an adjacent matching fact (conversation context). ``None`` = no keyword rank."""
+    keyword_context_from: str | None = None
+    """The id of the fact that lent the keyword score, when ``keyword_source`` is ``"context"``."""
     supersedes: list[str] = Field(default_factory=list)
     links: list[Link] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
