@@ -213,3 +213,47 @@ def test_empty_query_is_still_a_sliding_window(conversation) -> None:
     memory, turns = conversation
     hits = memory.recall("conv", "", top_k=3, weights=SignalWeights(keyword=0, vector=0, recency=1))
     assert [h.text for h in hits] == list(reversed(turns[-3:]))
+
+
+def test_explanation_sources_name_the_lending_fact(conversation) -> None:
+    memory, turns = conversation
+    request = RecallRequest(agent_ids=("conv",), query="what is the favourite dish?", top_k=4)
+    outcome = run_recall(memory.store, request)
+    by_text = {item.candidate.fact.text: item.candidate.fact.id for item in outcome.results}
+    question_id = by_text[turns[1]]
+    assert outcome.keyword_sources[question_id] == ("match", None)
+    assert outcome.keyword_sources[by_text[turns[2]]] == ("context", question_id)
+    for item in outcome.results:
+        assert (item.candidate.fact.id in outcome.keyword_sources) is (item.candidate.keyword_rank > 0)
+
+
+def _imported(tmp_path: Path, gap: timedelta) -> Memory:
+    from graymatter.models import ExportBundle
+
+    memory = Memory(tmp_path / "gm", config=MemoryConfig(async_consolidate=False), embedder=None)
+    now = datetime.now(UTC)
+    texts = [
+        ("Ana: I started pottery classes last month.", now - timedelta(days=3)),
+        ("Ben: What is your favourite dish to cook?", now - timedelta(days=2)),
+        ("Ana: Coconut milk ice cream, definitely.", now - timedelta(days=2) + gap),
+    ]
+    facts = [
+        Fact(id=f"01J00000000000000000000{i:03d}", agent_id="a", text=t, created_at=at, accessed_at=at)
+        for i, (t, at) in enumerate(texts)
+    ]
+    memory.import_bundle(ExportBundle(exported_at=now, facts=facts, checkpoints=[], links=[]))
+    return memory
+
+
+@pytest.mark.parametrize(("gap", "lends"), [(timedelta(minutes=10), True), (timedelta(hours=5), False)])
+def test_context_loans_stay_within_one_session(tmp_path: Path, gap: timedelta, lends: bool) -> None:
+    memory = _imported(tmp_path, gap)
+    try:
+        outcome = run_recall(memory.store, RecallRequest(agent_ids=("a",), query="favourite dish", top_k=3))
+        sources = {memory.get(fid).text: src for fid, src in outcome.keyword_sources.items()}
+        answer = "Ana: Coconut milk ice cream, definitely."
+        assert (answer in sources) is lends
+        if lends:
+            assert sources[answer][0] == "context"
+    finally:
+        memory.close()

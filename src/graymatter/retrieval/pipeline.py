@@ -22,7 +22,16 @@ from typing import Protocol
 from ..models import CONFIDENCE_LEVELS, Confidence, Fact, SignalWeights, default_weights
 from ..store.base import Store
 from .fusion import Fused, order, select
-from .keyword import CONTEXT_SOURCES, CONTEXT_WEIGHT, CONTEXT_WINDOW, PHRASE_WEIGHT, keyword_scores
+from .keyword import (
+    CONTEXT_MAX_GAP_S,
+    CONTEXT_SOURCES,
+    CONTEXT_WEIGHT,
+    CONTEXT_WINDOW,
+    PHRASE_WEIGHT,
+    KeywordEvidence,
+    combine,
+    keyword_evidence,
+)
 from .query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from .recency import DEFAULT_RESOLUTION_S, recency_ranks
 
@@ -56,6 +65,7 @@ class RecallRequest:
     context_weight: float = CONTEXT_WEIGHT
     context_window: int = CONTEXT_WINDOW
     context_sources: int = CONTEXT_SOURCES
+    context_max_gap_s: float = CONTEXT_MAX_GAP_S
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,8 @@ class RecallOutcome:
     results: list[Fused]
     terms: list[str]
     vector_used: bool
+    keyword_sources: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Per keyword-ranked fact: ``("match" | "phrase" | "context", lending fact id or None)``."""
 
 
 def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
@@ -102,12 +114,12 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     weights = request.weights
 
     terms: list[str] = []
-    keyword_score: dict[str, float] = {}
+    evidence = KeywordEvidence()
     if request.query.strip() and weights.keyword > 0:
         terms = keyword_terms(
             store, agent_ids, request.query, request.max_query_terms, request.max_query_postings
         )
-        keyword_score = keyword_scores(
+        evidence = keyword_evidence(
             store,
             agent_ids,
             request.query,
@@ -134,10 +146,15 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
 
     recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
 
-    pool_ids = list(dict.fromkeys([*keyword_score, *vector_ids, *recent_ids]))
+    pool_ids = list(dict.fromkeys([*evidence.candidate_ids(), *vector_ids, *recent_ids]))
     allowed = None if confidences is None else set(confidences)
     info, loaded = _rank_info(store, pool_ids)
     info = {fid: row for fid, row in info.items() if allowed is None or row[1] in allowed}
+    keyword_score, keyword_sources = combine(
+        evidence, {fid: row[0] for fid, row in info.items()}, pool, max_gap_s=request.context_max_gap_s
+    )
+    members = {*keyword_score, *vector_ids, *recent_ids}
+    info = {fid: row for fid, row in info.items() if fid in members}
     keyword_order = sorted(
         (fid for fid in keyword_score if fid in info),
         key=lambda fid: (-keyword_score[fid], info[fid][0], fid),
@@ -168,7 +185,12 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         }
 
     results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
-    return RecallOutcome(results, terms, vector_used)
+    return RecallOutcome(
+        results,
+        terms,
+        vector_used,
+        {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources},
+    )
 
 
 def _rank_info(store: Store, fact_ids: list[str]) -> tuple[dict[str, tuple[datetime, str]], dict[str, Fact]]:
