@@ -291,19 +291,6 @@ def estimate_tokens(text: str) -> float:
     return len(text.split()) * 1.33
 
 
-__all__ = [
-    "INSTRUCTIONS",
-    "SERVER_NAME",
-    "TOOL_NAMES",
-    "TOOL_SPECS",
-    "McpHttpApp",
-    "ToolSpec",
-    "build_server",
-    "estimate_tokens",
-    "mcp_http_app",
-]
-
-
 # ----------------------------------------------------------------------------------------------------
 # Streamable HTTP.
 # ----------------------------------------------------------------------------------------------------
@@ -338,3 +325,16 @@ def mcp_http_app(memory: Memory, *, path: str = "/mcp", stateless: bool = False)
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
     return McpHttpApp(app=app, path=path, lifespan=lambda: server.session_manager.run())
+
+
+__all__ = [
+    "INSTRUCTIONS",
+    "SERVER_NAME",
+    "TOOL_NAMES",
+    "TOOL_SPECS",
+    "McpHttpApp",
+    "ToolSpec",
+    "build_server",
+    "estimate_tokens",
+    "mcp_http_app",
+]
