@@ -204,21 +204,28 @@ def test_wire_bytes_of_absence_and_errors(raw: RawStdio) -> None:
     assert b'"found":false' in line.replace(b" ", b"")
     assert message["result"]["structuredContent"] == {"found": False, "agent_id": "wire"}
     assert message["result"].get("isError") in (None, False)
-    for request_id, arguments in enumerate(
-        [
-            {"agent_id": "wire"},
-            {"agent_id": "wire", "on_missing": "error"},
-            {"agent_id": "wire", "on_missing": ""},
-            {"agent_id": "wire", "on_missing": None},
-            {"agent_id": ""},
-        ],
-        start=2,
-    ):
-        raw.call(request_id, "checkpoint_resume", arguments)
+    failing_calls = [
+        ("checkpoint_resume", {"agent_id": "wire"}),
+        ("checkpoint_resume", {"agent_id": "wire", "on_missing": "error"}),
+        ("checkpoint_resume", {"agent_id": "wire", "on_missing": ""}),
+        ("checkpoint_resume", {"agent_id": "wire", "on_missing": None}),
+        ("checkpoint_resume", {"agent_id": ""}),
+        ("memory_search", {"agent_id": " ", "query": "q"}),
+        ("memory_search_batch", {"agent_id": "wire", "queries": ["", " "]}),
+        ("memory_add", {"agent_id": "wire", "text": ""}),
+        ("memory_alias", {"agent_id": "wire", "term": "t", "equivalents": "not a list"}),
+        ("checkpoint_save", {"agent_id": "wire", "state": "[]"}),
+        ("memory_reflect", {"action": "add", "text": "no identity"}),
+        ("memory_reflect", {"action": "pin", "agent_id": "wire", "target": "no such fact"}),
+        ("no_such_tool", {}),
+    ]
+    for request_id, (name, arguments) in enumerate(failing_calls, start=2):
+        raw.call(request_id, name, arguments)
         line, message = raw.receive()
         assert message["id"] == request_id
-        assert b"structuredContent" not in line
+        assert b"structuredContent" not in line, name
         assert message["result"]["isError"] is True
+        assert [block["type"] for block in message["result"]["content"]] == ["text"]
 
 
 def test_late_cancellation_for_a_finished_call_is_ignored(raw: RawStdio) -> None:
