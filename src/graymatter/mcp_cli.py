@@ -45,6 +45,13 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="serve HTTP without a token; refused unless HOST is a loopback address",
     )
+    # The global store flags are also accepted after ``serve`` (client configs often put them last).
+    # SUPPRESS keeps an omitted flag from overwriting a value given before ``mcp``.
+    serve.add_argument("--dir", metavar="DIR", default=argparse.SUPPRESS, help="data directory (global flag)")
+    serve.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help="store URL (global flag)")
+    serve.add_argument(
+        "--no-daemon", action="store_true", default=argparse.SUPPRESS, help="accepted; no daemon is used"
+    )
     serve.set_defaults(func=run_serve)
 
 

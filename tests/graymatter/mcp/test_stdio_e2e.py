@@ -264,3 +264,23 @@ def test_pipelined_calls_are_each_answered_once(raw: RawStdio) -> None:
     raw.call(999, "memory_search", {"agent_id": "pipe", "query": "pipelined fact", "top_k": 50})
     _, final = raw.receive()
     assert final["result"]["structuredContent"]["count"] == 20
+
+
+def test_store_flags_after_serve_select_the_store(tmp_path: Path) -> None:
+    from mcp import Client
+
+    store = tmp_path / "after-serve"
+    command = [sys.executable, "-m", "graymatter", "mcp", "serve", "--no-daemon", "--dir", str(store)]
+
+    async def main() -> None:
+        async with Client(stdio_params(command), mode="legacy") as client:
+            result = await client.call_tool(
+                "memory_add", {"agent_id": "flags", "text": "Flags after serve work."}
+            )
+            assert not result.is_error
+
+    anyio.run(main)
+    from graymatter.memory import Memory
+
+    with Memory(store) as memory:
+        assert [fact.text for fact in memory.list("flags")] == ["Flags after serve work."]
