@@ -43,13 +43,21 @@ def memory() -> Iterator[Memory]:
         memory.close()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(terms=st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=8))
 def test_match_expression_is_never_fts_syntax(fts: sqlite3.Connection, terms: list[str]) -> None:
     fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (fts_match_expression(terms),)).fetchall()
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(text=QUERY)
 def test_any_query_tokenises_into_safe_terms(fts: sqlite3.Connection, text: str) -> None:
     terms = query_terms(text)
@@ -61,7 +69,11 @@ def test_any_query_tokenises_into_safe_terms(fts: sqlite3.Connection, text: str)
         fts.execute("SELECT rowid FROM t WHERE t MATCH ?", (fts_match_expression(terms),)).fetchall()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(text=QUERY)
 def test_recall_never_raises_on_any_unicode_query(memory: Memory, text: str) -> None:
     hits = memory.recall("a", text, top_k=3)
@@ -76,7 +88,7 @@ def test_tokenize_folds_case_and_diacritics() -> None:
     assert query_terms("the of and") == []
 
 
-@settings(deadline=None)  # no timing in unit tests: a loaded CI machine must not fail this
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])  # timing-free under load
 @given(
     terms=st.lists(st.text(alphabet="abcdef", min_size=1, max_size=4), max_size=10, unique=True),
     data=st.data(),
