@@ -2,8 +2,9 @@
 
 Each writer is a separate OS process (as separate MCP servers, CLI calls and hooks are) that stores
 ``PER_WRITER`` facts with ``remember`` (one transaction each, default configuration: background
-consolidation on) under its own agent id, while one more process keeps recalling. All start on a
-shared signal. Afterwards every expected text is checked in the store. Baseline in the same run:
+consolidation on) under its own agent id, while one more process keeps recalling natural-language
+questions over 1,000 facts of another agent. All start on a shared signal. Afterwards every
+expected text is checked in the store. Baseline in the same run:
 the single-writer rate, so the table shows how throughput scales with contention.
 """
 
@@ -15,12 +16,14 @@ import sys
 import time
 from typing import Any
 
+from benchmarks.corpus import generate_facts
 from benchmarks.harness import cache_dir, latency_summary, print_table, subprocess_env
 from benchmarks.write_worker import fact_text
 
 WRITERS = (1, 4, 8)
 PER_WRITER_FULL = 250
 PER_WRITER_QUICK = 40
+READER_AGENT = "reader"
 
 
 def _spawn(args: list[str]) -> subprocess.Popen[str]:
@@ -51,15 +54,19 @@ def one_round(writers: int, per_writer: int) -> dict[str, Any]:
     stop_file = cache_dir() / f"writes-{writers}.stop"
     from graymatter import Memory
 
-    Memory(directory, embedder=None).close()  # create the store before the race
+    seed = Memory(directory, embedder=None)  # create the store, and the reader's 1,000 facts, before the race
+    try:
+        seed.remember_many(READER_AGENT, generate_facts(1000, seed=5))
+    finally:
+        seed.close()
     agents = [f"writer-{i}" for i in range(writers)]
     procs = [
         _spawn(["write", "--dir", str(directory), "--agent", a, "--count", str(per_writer),
                 "--start-file", str(start_file)])
         for a in agents
     ]  # fmt: skip
-    reader = _spawn(["recall", "--dir", str(directory), "--agent", agents[0], "--start-file", str(start_file),
-                     "--stop-file", str(stop_file)])  # fmt: skip
+    reader = _spawn(["recall", "--dir", str(directory), "--agent", READER_AGENT,
+                     "--start-file", str(start_file), "--stop-file", str(stop_file)])  # fmt: skip
     deadline = time.monotonic() + 120
     while len(list(cache_dir().glob(f"{start_file.name}.ready.*"))) < writers + 1:
         if time.monotonic() > deadline or any(p.poll() not in (None, 0) for p in [*procs, reader]):

@@ -57,11 +57,14 @@ def main(argv: list[str] | None = None) -> int:
                     errors.append(f"{type(exc).__name__}: {exc}")
                 latencies.append(time.perf_counter() - start)
         else:
+            from benchmarks.corpus import generate_queries
+
+            queries = generate_queries(50, seed=3)
             stop = Path(args.stop_file)
             while not stop.exists():
                 start = time.perf_counter()
                 try:
-                    memory.recall(args.agent, "payment service deploy checklist reviewed", top_k=8)
+                    memory.recall(args.agent, queries[len(latencies) % len(queries)], top_k=8)
                 except Exception as exc:
                     errors.append(f"{type(exc).__name__}: {exc}")
                 latencies.append(time.perf_counter() - start)
