@@ -316,3 +316,15 @@ def test_config_limits_are_configurable(make_memory: Callable[..., Memory]) -> N
     memory.remember("a", "0123456789")
     with pytest.raises(InvalidInput, match="11 bytes; the limit is 10 bytes"):
         memory.remember("a", "0123456789a")
+
+
+def test_receipts_name_the_keyword_source(mem: Memory) -> None:
+    direct = mem.remember("a", "the quarterly budget was approved")
+    mem.remember("a", "unrelated note about lunch")
+    hits = {h.id: h for h in mem.recall_explain("a", "budget approved", top_k=5)}
+    assert hits[direct.id].keyword_source == "match" and hits[direct.id].keyword_context_from is None
+    for hit in hits.values():
+        if hit.ranks.keyword_rank == 0:
+            assert hit.keyword_source is None
+        elif hit.keyword_source == "context":
+            assert hit.keyword_context_from is not None
