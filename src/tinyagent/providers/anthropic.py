@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
+from tinyagent.providers.fields import index_field, mapping, text_field, token_field
 from tinyagent.providers.history import (
     WireIds,
     anthropic_safe_id,
@@ -54,19 +55,12 @@ _ERROR_STATUS = {
 
 def anthropic_usage(raw: Mapping[str, Any] | None) -> Usage:
     """Normalise Anthropic usage (input_tokens already excludes cache reads and writes)."""
-    raw = raw or {}
-
-    def get(key: str) -> int:
-        value = raw.get(key)
-        return (
-            int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else 0
-        )
-
+    raw = raw if isinstance(raw, Mapping) else {}
     return Usage(
-        input_tokens=get("input_tokens"),
-        output_tokens=get("output_tokens"),
-        cache_read_tokens=get("cache_read_input_tokens"),
-        cache_write_tokens=get("cache_creation_input_tokens"),
+        input_tokens=token_field(raw.get("input_tokens")),
+        output_tokens=token_field(raw.get("output_tokens")),
+        cache_read_tokens=token_field(raw.get("cache_read_input_tokens")),
+        cache_write_tokens=token_field(raw.get("cache_creation_input_tokens")),
     )
 
 
@@ -208,8 +202,7 @@ class AnthropicProvider:
 
     # response --------------------------------------------------------------------------------
     def _error(self, error: Any) -> ProviderError:
-        kind = error.get("type") if isinstance(error, dict) else None
-        status = _ERROR_STATUS.get(str(kind), 502)
+        status = _ERROR_STATUS.get(text_field(mapping(error).get("type")) or "", 502)
         return error_for_status(
             status, json.dumps({"error": error}).encode(), provider=self.name, url=self.url
         )
@@ -235,16 +228,17 @@ class AnthropicProvider:
                 raise ProviderProtocolError(f"{self.name}: content block is not an object")
             kind = block.get("type")
             if kind == "text":
-                text.append(str(block.get("text") or ""))
+                text.append(text_field(block.get("text")) or "")
             elif kind == "tool_use":
-                if not block.get("id") or not block.get("name"):
+                call_id, name = text_field(block.get("id")), text_field(block.get("name"))
+                if not call_id or not name:
                     raise ProviderProtocolError(f"{self.name}: tool_use block without id or name")
                 arguments = block.get("input")
                 raw = arguments if isinstance(arguments, str) else json.dumps(arguments if arguments else {})
-                calls.append(ToolCall(id=str(block["id"]), name=str(block["name"]), arguments=raw))
+                calls.append(ToolCall(id=call_id, name=name, arguments=raw))
             elif kind in ("thinking", "redacted_thinking"):
                 thinking.append(block)
-        stop = str(stop_reason) if stop_reason else ("tool_use" if calls else "end_turn")
+        stop = text_field(stop_reason) or ("tool_use" if calls else "end_turn")
         message = Message(
             role="assistant",
             content="".join(text) or None,
@@ -255,8 +249,8 @@ class AnthropicProvider:
             message=message,
             usage=anthropic_usage(usage),
             finish_reason=_STOP_REASONS.get(stop, stop),
-            model=str(envelope.get("model") or self.model),
-            response_id=envelope.get("id"),
+            model=text_field(envelope.get("model")) or self.model,
+            response_id=text_field(envelope.get("id")),
         )
 
     def _consume(
@@ -277,24 +271,24 @@ class AnthropicProvider:
                 raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
             kind = data.get("type") or event.event
             if kind == "message_start":
-                envelope = data.get("message") or {}
-                usage.update({k: v for k, v in (envelope.get("usage") or {}).items() if v is not None})
+                envelope = dict(mapping(data.get("message")))
+                usage.update({k: v for k, v in mapping(envelope.get("usage")).items() if v is not None})
             elif kind == "content_block_start":
-                block = dict(data.get("content_block") or {})
-                index = int(data.get("index", len(blocks)))
+                block = dict(mapping(data.get("content_block")))
+                index = index_field(data.get("index"), len(blocks))
                 if block.get("type") == "tool_use":
                     partial_json[index] = []
                 blocks[index] = block
             elif kind == "content_block_delta":
                 self._apply_delta(blocks, partial_json, data, progress, on_text)
             elif kind == "content_block_stop":
-                index = int(data.get("index", -1))
+                index = index_field(data.get("index"), -1)
                 if index in partial_json:
                     raw = "".join(partial_json.pop(index))
                     blocks[index]["input"] = _parse_partial(raw)
             elif kind == "message_delta":
-                stop_reason = (data.get("delta") or {}).get("stop_reason") or stop_reason
-                usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+                stop_reason = mapping(data.get("delta")).get("stop_reason") or stop_reason
+                usage.update({k: v for k, v in mapping(data.get("usage")).items() if v is not None})
             elif kind == "message_stop":
                 done = True
                 break
@@ -313,24 +307,28 @@ class AnthropicProvider:
         progress: StreamProgress,
         on_text: Callable[[str], None] | None,
     ) -> None:
-        index = int(data.get("index", -1))
+        index = index_field(data.get("index"), -1)
         block = blocks.get(index)
         if block is None:
             raise ProviderProtocolError(f"{self.name}: delta for unknown content block {index}")
-        delta = data.get("delta") or {}
+        delta = mapping(data.get("delta"))
         kind = delta.get("type")
         if kind == "text_delta":
-            piece = str(delta.get("text") or "")
-            block["text"] = str(block.get("text") or "") + piece
+            piece = text_field(delta.get("text")) or ""
+            block["text"] = (text_field(block.get("text")) or "") + piece
             if piece and on_text is not None:
                 progress.handed_out = True
                 on_text(piece)
         elif kind == "input_json_delta":
-            partial_json.setdefault(index, []).append(str(delta.get("partial_json") or ""))
+            partial_json.setdefault(index, []).append(text_field(delta.get("partial_json")) or "")
         elif kind == "thinking_delta":
-            block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking") or "")
+            block["thinking"] = (text_field(block.get("thinking")) or "") + (
+                text_field(delta.get("thinking")) or ""
+            )
         elif kind == "signature_delta":
-            block["signature"] = str(block.get("signature") or "") + str(delta.get("signature") or "")
+            block["signature"] = (text_field(block.get("signature")) or "") + (
+                text_field(delta.get("signature")) or ""
+            )
 
 
 def _has_text(content: str | None) -> bool:

@@ -15,6 +15,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderProtocolError
+from tinyagent.providers.fields import (
+    cost_field,
+    index_field,
+    mapping,
+    sequence,
+    text_field,
+    token_field,
+)
 from tinyagent.providers.history import WireIds, check_pairing, distinct_call_ids, wire_arguments
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
@@ -27,24 +35,20 @@ STATE_KEY = "openai_chat"
 
 def chat_usage(raw: Mapping[str, Any] | None) -> Usage:
     """Normalise a Chat Completions `usage` object (cached and cache-write tokens are inside prompt)."""
-    if not raw:
+    if not isinstance(raw, Mapping):
         return Usage()
-    details = raw.get("prompt_tokens_details") or {}
-    prompt = _int(raw.get("prompt_tokens"))
-    cached = _int(details.get("cached_tokens"))
-    written = _int(details.get("cache_write_tokens"))
-    cost = raw.get("cost")
+    details = raw.get("prompt_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
+    prompt = token_field(raw.get("prompt_tokens"))
+    cached = token_field(details.get("cached_tokens"))
+    written = token_field(details.get("cache_write_tokens"))
     return Usage(
         input_tokens=max(0, prompt - cached - written),
-        output_tokens=_int(raw.get("completion_tokens")),
+        output_tokens=token_field(raw.get("completion_tokens")),
         cache_read_tokens=cached,
         cache_write_tokens=written,
-        cost_usd=float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None,
+        cost_usd=cost_field(raw.get("cost")),
     )
-
-
-def _int(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else 0
 
 
 class OpenAIChatProvider:
@@ -152,8 +156,9 @@ class OpenAIChatProvider:
     # response --------------------------------------------------------------------------------
     def _embedded_error(self, error: Any) -> Exception:
         status = 502
-        if isinstance(error, dict) and isinstance(error.get("code"), int):
-            status = int(error["code"])
+        code = mapping(error).get("code")
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+            status = code
         return error_for_status(
             status, json.dumps({"error": error}).encode(), provider=self.name, url=self.url, key_hint=None
         )
@@ -161,19 +166,21 @@ class OpenAIChatProvider:
     def _parse(self, data: Any) -> Completion:
         if not isinstance(data, dict):
             raise ProviderProtocolError(f"{self.name}: response is not a JSON object")
-        choices = data.get("choices")
+        choices = sequence(data.get("choices"))
         if not choices:
             if data.get("error"):
                 raise self._embedded_error(data["error"])
             raise ProviderProtocolError(f"{self.name}: response has no choices")
-        choice = choices[0] if isinstance(choices, list) and isinstance(choices[0], dict) else None
-        if choice is None or not isinstance(choice.get("message"), dict):
+        choice = mapping(choices[0])
+        raw = choice.get("message")
+        if not isinstance(raw, Mapping):
             raise ProviderProtocolError(f"{self.name}: response choice has no message")
-        raw = choice["message"]
         calls = []
-        for position, tc in enumerate(raw.get("tool_calls") or []):
-            fn = tc.get("function") or {}
-            calls.append(self._tool_call(tc.get("id"), fn.get("name"), fn.get("arguments"), position))
+        for position, tc in enumerate(sequence(raw.get("tool_calls"))):
+            fn = mapping(mapping(tc).get("function"))
+            calls.append(
+                self._tool_call(mapping(tc).get("id"), fn.get("name"), fn.get("arguments"), position)
+            )
         state = {k: raw[k] for k in ("reasoning", "reasoning_content", "reasoning_details") if raw.get(k)}
         message = Message(
             role="assistant",
@@ -184,9 +191,9 @@ class OpenAIChatProvider:
         return Completion(
             message=message,
             usage=chat_usage(data.get("usage")),
-            finish_reason=choice.get("finish_reason") or ("tool_calls" if calls else "stop"),
-            model=str(data.get("model") or self.model),
-            response_id=data.get("id"),
+            finish_reason=text_field(choice.get("finish_reason")) or ("tool_calls" if calls else "stop"),
+            model=text_field(data.get("model")) or self.model,
+            response_id=text_field(data.get("id")),
         )
 
     def _tool_call(self, call_id: Any, name: Any, arguments: Any, position: int) -> ToolCall:
@@ -196,7 +203,7 @@ class OpenAIChatProvider:
             arguments = "{}"
         elif not isinstance(arguments, str):
             arguments = json.dumps(arguments)
-        return ToolCall(id=str(call_id) if call_id else f"call_{position}", name=name, arguments=arguments)
+        return ToolCall(id=text_field(call_id) or f"call_{position}", name=name, arguments=arguments)
 
     def _consume(
         self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: Callable[[str], None] | None
@@ -222,14 +229,14 @@ class OpenAIChatProvider:
                 raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
             if chunk.get("error"):
                 raise self._embedded_error(chunk["error"])
-            response_id = response_id or chunk.get("id")
-            model = chunk.get("model") or model
-            if chunk.get("usage"):
+            response_id = response_id or text_field(chunk.get("id"))
+            model = text_field(chunk.get("model")) or model
+            if isinstance(chunk.get("usage"), Mapping):
                 usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+            for choice in sequence(chunk.get("choices")):
+                if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
                     continue
-                delta = choice.get("delta") or {}
+                delta = mapping(choice.get("delta"))
                 piece = delta.get("content")
                 if isinstance(piece, str) and piece:
                     text.append(piece)
@@ -239,25 +246,25 @@ class OpenAIChatProvider:
                 for key in ("reasoning", "reasoning_content"):
                     if isinstance(delta.get(key), str):
                         reasoning[key] = reasoning.get(key, "") + delta[key]
-                for position, detail in enumerate(delta.get("reasoning_details") or []):
-                    if isinstance(detail, dict):
-                        _merge_fragment(details.setdefault(detail.get("index", position), {}), detail)
-                for position, tc in enumerate(delta.get("tool_calls") or []):
+                for position, detail in enumerate(sequence(delta.get("reasoning_details"))):
+                    if isinstance(detail, Mapping):
+                        slot = index_field(detail.get("index"), position)
+                        _merge_fragment(details.setdefault(slot, {}), detail)
+                for position, tc in enumerate(sequence(delta.get("tool_calls"))):
+                    if not isinstance(tc, Mapping):
+                        continue
                     entry = calls.setdefault(
-                        tc.get("index", position), {"id": None, "name": None, "args": []}
+                        index_field(tc.get("index"), position), {"id": None, "name": None, "args": []}
                     )
-                    if tc.get("id"):
-                        entry["id"] = tc["id"]
-                    fn = tc.get("function") or {}
-                    if fn.get("name"):
-                        entry["name"] = fn["name"]
+                    entry["id"] = text_field(tc.get("id")) or entry["id"]
+                    fn = mapping(tc.get("function"))
+                    entry["name"] = text_field(fn.get("name")) or entry["name"]
                     arguments = fn.get("arguments")
-                    if isinstance(arguments, dict):
+                    if isinstance(arguments, Mapping):
                         entry["args"].append(json.dumps(arguments))
                     elif isinstance(arguments, str):
                         entry["args"].append(arguments)
-                if choice.get("finish_reason"):
-                    finish = choice["finish_reason"]
+                finish = text_field(choice.get("finish_reason")) or finish
         if not done and finish is None:
             raise ProviderConnectionError(
                 f"{self.name}: the response stream ended before the reply was complete"
@@ -302,4 +309,4 @@ def _text(content: Any) -> str | None:
     if isinstance(content, list):
         parts = [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return "".join(parts) or None
-    return str(content)
+    return None

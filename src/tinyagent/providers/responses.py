@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
+from tinyagent.providers.fields import index_field, mapping, sequence, text_field, token_field
 from tinyagent.providers.history import (
     WireIds,
     check_pairing,
@@ -43,17 +44,12 @@ def is_reasoning_model(model: str) -> bool:
 
 def responses_usage(raw: Mapping[str, Any] | None) -> Usage:
     """Normalise Responses usage (cached tokens are a subset of input_tokens)."""
-    raw = raw or {}
-
-    def num(value: Any) -> int:
-        return (
-            int(value) if isinstance(value, int | float) and not isinstance(value, bool) and value > 0 else 0
-        )
-
-    cached = num((raw.get("input_tokens_details") or {}).get("cached_tokens"))
+    raw = raw if isinstance(raw, Mapping) else {}
+    details = raw.get("input_tokens_details")
+    cached = token_field(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
     return Usage(
-        input_tokens=max(0, num(raw.get("input_tokens")) - cached),
-        output_tokens=num(raw.get("output_tokens")),
+        input_tokens=max(0, token_field(raw.get("input_tokens")) - cached),
+        output_tokens=token_field(raw.get("output_tokens")),
         cache_read_tokens=cached,
     )
 
@@ -167,7 +163,8 @@ class ResponsesProvider:
 
     # response --------------------------------------------------------------------------------
     def _error(self, error: Any) -> ProviderError:
-        code = str(error.get("code") or error.get("type") or "") if isinstance(error, dict) else ""
+        fields = mapping(error)
+        code = text_field(fields.get("code")) or text_field(fields.get("type")) or ""
         if "rate_limit" in code:
             status = 429
         elif code in ("server_error", "api_error", "") or "overloaded" in code:
@@ -197,20 +194,21 @@ class ResponsesProvider:
                 raise ProviderProtocolError(f"{self.name}: output item is not an object")
             kind = item.get("type")
             if kind == "message":
-                for part in item.get("content") or []:
-                    if isinstance(part, dict) and part.get("type") in ("output_text", "refusal"):
-                        text.append(str(part.get("text") or part.get("refusal") or ""))
+                for part in sequence(item.get("content")):
+                    if isinstance(part, Mapping) and part.get("type") in ("output_text", "refusal"):
+                        text.append(text_field(part.get("text")) or text_field(part.get("refusal")) or "")
             elif kind == "function_call":
-                if not item.get("call_id") or not item.get("name"):
+                call_id, name = text_field(item.get("call_id")), text_field(item.get("name"))
+                if not call_id or not name:
                     raise ProviderProtocolError(f"{self.name}: function_call item without call_id or name")
                 arguments = item.get("arguments")
                 raw = arguments if isinstance(arguments, str) and arguments.strip() else "{}"
-                calls.append(ToolCall(id=str(item["call_id"]), name=str(item["name"]), arguments=raw))
+                calls.append(ToolCall(id=call_id, name=name, arguments=raw))
             elif kind == "reasoning":
                 reasoning.append(item)
         if response.get("status") == "incomplete":
-            reason = (response.get("incomplete_details") or {}).get("reason")
-            finish = "length" if reason == "max_output_tokens" else str(reason or "incomplete")
+            reason = text_field(mapping(response.get("incomplete_details")).get("reason"))
+            finish = "length" if reason == "max_output_tokens" else (reason or "incomplete")
         else:
             finish = "tool_calls" if calls else "stop"
         message = Message(
@@ -223,8 +221,8 @@ class ResponsesProvider:
             message=message,
             usage=responses_usage(response.get("usage")),
             finish_reason=finish,
-            model=str(response.get("model") or self.model),
-            response_id=response.get("id"),
+            model=text_field(response.get("model")) or self.model,
+            response_id=text_field(response.get("id")),
         )
 
     def _consume(
@@ -241,14 +239,14 @@ class ResponsesProvider:
                 raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
             kind = data.get("type") or event.event
             if kind == "response.output_text.delta":
-                piece = str(data.get("delta") or "")
+                piece = text_field(data.get("delta")) or ""
                 if piece and on_text is not None:
                     progress.handed_out = True
                     on_text(piece)
             elif kind == "response.output_item.done":
                 item = data.get("item")
                 if isinstance(item, dict):
-                    items[int(data.get("output_index", len(items)))] = item
+                    items[index_field(data.get("output_index"), len(items))] = item
             elif kind in _TERMINAL:
                 final = data.get("response") if isinstance(data.get("response"), dict) else {}
                 break
@@ -260,5 +258,5 @@ class ResponsesProvider:
             )
         if final.get("status") == "failed":
             raise self._error(final.get("error") or {})
-        output = final.get("output") or [items[i] for i in sorted(items)]
+        output = sequence(final.get("output")) or [items[i] for i in sorted(items)]
         return self._completion(output, final)
