@@ -334,19 +334,17 @@ class SQLiteStore:
         conn = self._connect()
         self._local.conn = conn
         try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            version, tables = self._read_schema_state(conn)
             if version > SCHEMA_VERSION:
                 raise SchemaTooNew(
                     f"{self.path} was written by a newer graymatter (schema {version}, this version reads "
                     f"up to {SCHEMA_VERSION}); upgrade graymatter. The database was not modified."
                 )
-            if version == 0:
-                foreign = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if foreign:
-                    raise CorruptDatabase(
-                        f"{self.path} is an SQLite database but not a graymatter one; move it aside. "
-                        "It was not modified."
-                    )
+            if version == 0 and tables:
+                raise CorruptDatabase(
+                    f"{self.path} is an SQLite database but not a graymatter one; move it aside. "
+                    "It was not modified."
+                )
             if version < SCHEMA_VERSION:
                 self._migrate()
             else:
@@ -358,9 +356,39 @@ class SQLiteStore:
             self.close()
             raise
 
+    @staticmethod
+    def _read_schema_state(conn: sqlite3.Connection) -> tuple[int, int]:
+        """``(user_version, number of schema objects)`` read in one snapshot, retrying lock conflicts.
+
+        One read transaction matters: a concurrent first open commits its tables and the version together,
+        so a snapshot never shows tables without the version (which would look like a foreign database).
+        """
+        deadline = time.monotonic() + WRITE_RETRY_BUDGET_S
+        while True:
+            try:
+                conn.execute("BEGIN")
+                try:
+                    tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                    version = conn.execute("PRAGMA user_version").fetchone()[0]
+                finally:
+                    conn.execute("COMMIT")
+                return int(version), int(tables)
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01 + random.random() * 0.02)
+
     def _migrate(self) -> None:
         conn = self._local.conn
-        conn.execute("PRAGMA journal_mode = WAL")
+        deadline = time.monotonic() + WRITE_RETRY_BUDGET_S
+        while True:  # switching to WAL needs a moment without other writers
+            try:
+                conn.execute("PRAGMA journal_mode = WAL")
+                break
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01 + random.random() * 0.02)
         self._configure(conn)
 
         def apply(c: sqlite3.Connection) -> None:
