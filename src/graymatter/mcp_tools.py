@@ -87,7 +87,12 @@ def _receipt(hit: RecallExplanation) -> ReceiptResult:
 
 
 def _fact_lines(facts: list[FactResult]) -> list[str]:
-    return [f"{i}. {f.text} (id {f.id}, score {f.score:.4f})" for i, f in enumerate(facts, 1)]
+    """One numbered line per fact, carrying every field of its structured form."""
+    return [
+        f"{i}. {f.text} (id {f.id}, score {f.score:.4f}, {f.confidence}{', pinned' if f.pinned else ''}, "
+        f"written {f.created_at})"
+        for i, f in enumerate(facts, 1)
+    ]
 
 
 def _quote(value: str) -> str:

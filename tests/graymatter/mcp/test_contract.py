@@ -93,6 +93,8 @@ def test_search_add_alias_batch_success_paths(connect: Any, agent: str) -> None:
         assert hits["facts"][0]["text"] == "The deploy script is tools/deploy.sh."
         assert text.startswith(f"Found {hits['count']} relevant memor")
         assert "The deploy script is tools/deploy.sh." in text
+        for fact in hits["facts"]:  # the text carries what the structured result carries
+            assert all(str(fact[key]) in text for key in ("id", "text", "confidence", "created_at"))
 
         explained, text = await s.ok(
             "memory_search", {"agent_id": agent, "query": "deploy script", "explain": True}
