@@ -44,6 +44,12 @@ class Server:
         return self.process.returncode
 
 
+def hermetic_env() -> dict[str, str]:
+    """The environment without GRAYMATTER_* settings or provider keys (the tests pass what they need)."""
+    keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VOYAGE_API_KEY")
+    return {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_") and k not in keys}
+
+
 def start_server(store: str, workdir: Path, *extra: str, token: str | None = TOKEN) -> Server:
     """Start `graymatter serve` on a free loopback port and wait until it answers /healthz."""
     import httpx
@@ -54,8 +60,7 @@ def start_server(store: str, workdir: Path, *extra: str, token: str | None = TOK
             "--http", "127.0.0.1:0", "--rate-limit", "0", *extra]  # fmt: skip
     if token:
         args += ["--token", token]
-    env = {**os.environ, "GRAYMATTER_EMBEDDINGS": "keyword"}
-    env.pop("GRAYMATTER_HTTP_TOKEN", None)
+    env = {**hermetic_env(), "GRAYMATTER_EMBEDDINGS": "keyword"}
     with open(log, "wb") as handle:
         process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=handle, env=env)
     deadline = time.monotonic() + 60

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,13 +13,15 @@ from graymatter import Memory
 from graymatter.access import SQLiteTokenStore, TokenService
 from graymatter.store import open_store
 
+from .conftest import hermetic_env
+
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 
 
 def gm(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "graymatter", *args], capture_output=True, text=True,
                           timeout=120,
-                          env=os.environ.copy())  # fmt: skip
+                          env=hermetic_env())  # fmt: skip
 
 
 def test_round_trip_sqlite_postgres_sqlite(pg_dsn: str, tmp_path: Path) -> None:

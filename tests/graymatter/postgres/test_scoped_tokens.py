@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,14 +12,14 @@ import anyio
 import httpx
 import pytest
 
-from .conftest import Server, auth, start_server
+from .conftest import Server, auth, hermetic_env, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 
 
 def gm(store: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "graymatter", "--store", store, *args], capture_output=True,
-                          text=True, timeout=60, env=os.environ.copy())  # fmt: skip
+                          text=True, timeout=60, env=hermetic_env())  # fmt: skip
 
 
 def create_token(store: str, agents: str, *extra: str) -> dict[str, Any]:

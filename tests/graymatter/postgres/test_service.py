@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import socket
 import stat
 import subprocess
@@ -20,7 +19,7 @@ from graymatter import Memory
 from graymatter.access import TokenService, open_token_store
 from graymatter.rest import ServiceConfig, build_app, openapi_document
 
-from .conftest import TOKEN, Server, auth, start_server
+from .conftest import TOKEN, Server, auth, hermetic_env, start_server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -173,7 +172,7 @@ def test_serve_with_two_workers(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "graymatter", "--dir", str(store), "serve", "--http", f"127.0.0.1:{port}",
          "--workers", "2", "--token", TOKEN],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=hermetic_env(),
     )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
@@ -201,7 +200,7 @@ def test_token_cli_on_the_embedded_store(tmp_path: Path) -> None:
 
     def gm(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "graymatter", "--dir", str(store), *args],
-                              capture_output=True, text=True, timeout=60, env=os.environ.copy())  # fmt: skip
+                              capture_output=True, text=True, timeout=60, env=hermetic_env())  # fmt: skip
 
     bad = gm("token", "create", "--agents", " , ")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
@@ -252,7 +251,7 @@ def test_unreachable_database_fails_fast_on_one_line_without_the_password(tmp_pa
     done = subprocess.run(
         [sys.executable, "-m", "graymatter", "--store", url, "serve", "--http", "127.0.0.1:0",
          "--token", TOKEN],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True, text=True, timeout=60, env=hermetic_env(),
     )  # fmt: skip
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1
