@@ -14,7 +14,9 @@ Superseded facts never reach step 2-4: backends only index live facts.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -113,6 +115,14 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     pool = max(request.candidate_pool, request.top_k)
     weights = request.weights
 
+    # The vector signal (query embedding + cosine search) runs in a worker thread while the keyword
+    # searches run here: numpy, SQLite and HTTP embedders all release the GIL.
+    vector_job: Future[tuple[list[str], bool]] | None = None
+    if embedder is not None and request.query.strip() and weights.vector > 0:
+        vector_job = _workers().submit(
+            _vector_candidates, store, embedder, request.query, agent_ids, pool, confidences
+        )
+
     terms: list[str] = []
     evidence = KeywordEvidence()
     if request.query.strip() and weights.keyword > 0:
@@ -132,17 +142,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
             context_sources=request.context_sources,
         )
 
-    vector_ids: list[str] = []
-    vector_used = False
-    if embedder is not None and request.query.strip() and weights.vector > 0:
-        try:
-            query_vector = embedder.embed([request.query])[0]
-        except Exception:  # an unreachable embedder degrades recall to keyword + recency, never fails it
-            query_vector = None
-        if query_vector is not None:
-            vector_used = True
-            hits = store.vector_search(agent_ids, query_vector, embedder.model_id, pool, confidences)
-            vector_ids = [hit.fact_id for hit in hits]
+    vector_ids, vector_used = vector_job.result() if vector_job is not None else ([], False)
 
     recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
 
@@ -203,3 +203,33 @@ def _rank_info(store: Store, fact_ids: list[str]) -> tuple[dict[str, tuple[datet
         return dict(light(fact_ids)), {}
     facts = {f.id: f for f in store.get_facts(fact_ids) if f.live and f.kind == "fact"}
     return {fid: (f.created_at, f.confidence) for fid, f in facts.items()}, facts
+
+
+def _vector_candidates(
+    store: Store,
+    embedder: QueryEmbedder,
+    query: str,
+    agent_ids: list[str],
+    limit: int,
+    confidences: list[str] | None,
+) -> tuple[list[str], bool]:
+    """Ids of the cosine-nearest facts, and whether the query could be embedded at all."""
+    try:
+        query_vector = embedder.embed([query])[0]
+    except Exception:  # an unreachable embedder degrades recall to keyword + recency, never fails it
+        return [], False
+    hits = store.vector_search(agent_ids, query_vector, embedder.model_id, limit, confidences)
+    return [hit.fact_id for hit in hits], True
+
+
+_WORKERS: ThreadPoolExecutor | None = None
+_WORKERS_LOCK = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """A small shared pool for the vector signal, created on first use (keyword-only never starts it)."""
+    global _WORKERS
+    with _WORKERS_LOCK:
+        if _WORKERS is None:
+            _WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graymatter-vector")
+        return _WORKERS
