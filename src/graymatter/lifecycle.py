@@ -1,7 +1,7 @@
 """Decay, pruning and consolidation of one namespace.
 
 * Decay is idempotent: ``weight = min(weight, exp(-λ·hours since last access))`` with
-  ``λ = ln 2 / half-life``; running it twice changes nothing the second time.
+  ``λ = ln 2 / half-life`` and whole hours; running it twice changes nothing the second time.
 * Pruning hard-deletes unpinned facts below the floor (0.01 ≈ 199 days without access). It is the only
   deletion path. Pinned facts and aliases are exempt from decay and pruning.
 * Summarisation (only with a configured LLM provider) is propose-then-apply: the model proposes a summary
@@ -33,8 +33,12 @@ class Summariser(Protocol):
 
 
 def decayed_weight(fact: Fact, now: datetime, half_life_hours: float) -> float:
-    """The fact's weight after decay at ``now`` (never higher than its current weight)."""
-    hours = max(0.0, (now - fact.accessed_at).total_seconds() / 3600.0)
+    """The fact's weight after decay at ``now`` (never higher than its current weight).
+
+    Staleness counts whole hours since the last access: a fact used within the hour keeps its weight, so
+    consolidation cycles right after writes do not rewrite every fresh fact with 0.99999….
+    """
+    hours = math.floor(max(0.0, (now - fact.accessed_at).total_seconds()) / 3600.0)
     return min(fact.weight, math.exp(-math.log(2) / half_life_hours * hours))
 
 

@@ -65,10 +65,12 @@ def test_pinned_facts_are_exempt_for_many_cycles(mem: Memory) -> None:
 def test_recall_keeps_frequently_used_facts_fresh(mem: Memory) -> None:
     used = mem.remember("a", "used fact about zebras")
     unused = mem.remember("a", "unused fact about lions")
-    mem.recall("a", "zebras", top_k=1)
-    accessed = mem.get(used.id).accessed_at
-    mem.consolidate("a", now=accessed + timedelta(days=60))
-    assert mem.get(used.id).weight > mem.get(unused.id).weight
+    assert [h.id for h in mem.recall("a", "zebras", top_k=1)] == [used.id]
+    assert mem.get(used.id).accessed_at > used.accessed_at and mem.get(unused.id).access_count == 0
+    mem.store.record_access([used.id], used.accessed_at + timedelta(days=10))  # a recall ten days later
+    mem.consolidate("a", now=used.accessed_at + timedelta(days=60))
+    assert mem.get(used.id).weight == pytest.approx(2 ** (-50 / 30), rel=1e-3)
+    assert mem.get(unused.id).weight == pytest.approx(2 ** (-60 / 30), rel=1e-3)
 
 
 class BlockingSummariser:
@@ -201,3 +203,11 @@ def test_parse_summary_and_resolution() -> None:
     assert isinstance(resolve_summariser(MemoryConfig(summariser="ollama")), OllamaSummariser)
     with pytest.raises(ProviderError):
         resolve_summariser(MemoryConfig(summariser="anthropic"))
+
+
+def test_fresh_facts_keep_full_weight_within_the_hour(mem: Memory) -> None:
+    fact = mem.remember("a", "just written")
+    report = mem.consolidate("a", now=fact.accessed_at + timedelta(minutes=59))
+    assert report.decayed == 0 and mem.get(fact.id).weight == 1.0
+    mem.consolidate("a", now=fact.accessed_at + timedelta(minutes=61))
+    assert mem.get(fact.id).weight == pytest.approx(2 ** (-1 / 720), rel=1e-12)
