@@ -88,6 +88,7 @@ class RecordedRequest:
     body: Any  # parsed JSON, or the raw text when it was not JSON
     wire: str  # "chat" | "anthropic" | "responses" | "unknown"
     stream: bool = False
+    client_port: int = 0  # the client's TCP port: equal ports mean a reused keep-alive connection
     received_at: float = 0.0  # time.time() when the request body had been read
     responded_at: float | None = None  # time.time() when the answer was fully written (or dropped)
 
@@ -99,6 +100,7 @@ class RecordedRequest:
             "body": self.body,
             "wire": self.wire,
             "stream": self.stream,
+            "client_port": self.client_port,
             "received_at": self.received_at,
             "responded_at": self.responded_at,
         }
@@ -262,7 +264,9 @@ class _Handler(BaseHTTPRequestHandler):
         wire = _wire_for(self.path)
         stream = isinstance(body, dict) and body.get("stream") is True
         headers = {k.lower(): v for k, v in self.headers.items()}
-        record = RecordedRequest("POST", self.path, headers, body, wire, stream, received_at=time.time())
+        record = RecordedRequest(
+            "POST", self.path, headers, body, wire, stream, int(self.client_address[1]), time.time()
+        )
         stub._record(record)
         try:
             self._answer(stub, wire, body, stream)

@@ -269,7 +269,10 @@ class HttpClient:
                     if on_json is None:
                         raise self._error(502, _read_limited(response), url, response.headers)
                     return on_json(self._json(response, url))
-                return consume(iter_sse_bytes(response.iter_bytes()), progress)
+                events = iter_sse_bytes(response.iter_bytes())
+                result = consume(events, progress)
+                _drain(events)
+                return result
 
         return self._with_retries(url, attempt)
 
@@ -325,6 +328,18 @@ class HttpClient:
             waited += delay
             self.sleeps.append(delay)
             self._sleep(delay)
+
+
+def _drain(events: Iterator[SSEEvent], limit: int = 1000) -> None:
+    """Read what follows the terminal event (normally just the end of the body) so the connection
+    goes back to the pool instead of being closed, as the OpenAI SDK does; the reply is already
+    complete, so a failure here is ignored."""
+    try:
+        for count, _ in enumerate(events):
+            if count >= limit:
+                break
+    except (httpx.HTTPError, SSEError):
+        pass
 
 
 def _attempts_note(error: ProviderError, retries: int) -> ProviderError:

@@ -57,3 +57,15 @@ def test_error_event_in_the_middle_of_a_stream_is_a_server_error(stub, make, nam
     with pytest.raises(ProviderServerError, match="Overloaded"):
         make(name).complete(PROMPT, [], stream=True, on_text=pieces.append)
     assert pieces and len(stub.requests) == 1
+
+
+@pytest.mark.parametrize("name", PROVIDERS)
+@pytest.mark.parametrize("stream", [False, True])
+def test_keep_alive_connection_is_reused_across_requests(stub, make, name, stream):
+    # After a stream's terminal event the rest of the body is read, so the connection goes back to
+    # the pool (an abandoned body would force a new TCP connection for every step).
+    stub.add({"text": "one"}, {"text": "two"}, {"text": "three"})
+    provider = make(name)
+    for _ in range(3):
+        provider.complete(PROMPT, [], stream=stream)
+    assert len({r.client_port for r in stub.requests}) == 1
