@@ -45,6 +45,15 @@ class MemoryConfig(BaseModel):
     max_query_postings: int | None = Field(
         default=2000, ge=1, description="cap on the summed document frequency of the kept query terms"
     )
+    min_vector_similarity: float = Field(
+        default=0.3,
+        ge=-1.0,
+        le=1.0,
+        description="cosine below which a vector neighbour is not a relevance hit",
+    )
+    context_max_gap_s: float = Field(
+        default=3600.0, ge=0, description="keyword context loans only pass between facts written this close"
+    )
     recency_resolution_s: float = Field(
         default=3600.0,
         ge=0,

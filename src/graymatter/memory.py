@@ -518,6 +518,8 @@ class Memory:
             max_query_terms=cfg.max_query_terms,
             max_query_postings=cfg.max_query_postings,
             recency_resolution_s=cfg.recency_resolution_s,
+            context_max_gap_s=cfg.context_max_gap_s,
+            min_vector_similarity=cfg.min_vector_similarity,
         )
 
     def _rank(self, request: RecallRequest) -> builtins.list[Fused]:

@@ -328,3 +328,25 @@ def test_receipts_name_the_keyword_source(mem: Memory) -> None:
             assert hit.keyword_source is None
         elif hit.keyword_source == "context":
             assert hit.keyword_context_from is not None
+
+
+def test_informative_queries_return_only_relevant_facts(mem: Memory) -> None:
+    seed(mem)
+    assert mem.recall("agent", "xylophone quasar") == []  # informative words, no evidence: nothing
+    explained = mem.recall_explain("agent", "who owns billing?", top_k=8)
+    assert explained[0].text == "Alice owns the billing service"
+    assert all(h.ranks.keyword_rank > 0 or h.ranks.vector_rank > 0 for h in explained)
+    newest_first = [h.text for h in mem.recall("agent", "what is it?", top_k=3)]  # only stop-words
+    assert newest_first == list(reversed(CORPUS))[:3]
+    window = mem.recall("agent", "xylophone", top_k=2, weights=SignalWeights(keyword=0, vector=0, recency=1))
+    assert [h.text for h in window] == list(reversed(CORPUS))[:2]
+
+
+def test_vector_neighbours_below_the_floor_are_not_relevance(make_memory: Callable[..., Memory]) -> None:
+    from graymatter.embeddings import HashingEmbedder
+
+    memory = make_memory(embedder=HashingEmbedder(256), config=MemoryConfig(min_vector_similarity=0.3))
+    fact = memory.remember("a", "llamas graze on the andes plateau")
+    assert memory.recall("a", "quantum chromodynamics lecture") == []
+    hit = memory.recall_explain("a", "llamas graze andes", weights=SignalWeights(keyword=0.0))[0]
+    assert hit.id == fact.id and hit.ranks.vector_rank == 1

@@ -46,6 +46,10 @@ class QueryEmbedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+DEFAULT_MIN_VECTOR_SIMILARITY = 0.3
+"""A vector neighbour below this cosine similarity is not evidence of relevance."""
+
+
 @dataclass(frozen=True)
 class RecallRequest:
     """Everything that determines a ranking."""
@@ -68,6 +72,7 @@ class RecallRequest:
     context_window: int = CONTEXT_WINDOW
     context_sources: int = CONTEXT_SOURCES
     context_max_gap_s: float = CONTEXT_MAX_GAP_S
+    min_vector_similarity: float = DEFAULT_MIN_VECTOR_SIMILARITY
 
 
 @dataclass(frozen=True)
@@ -120,7 +125,14 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     vector_job: Future[tuple[list[str], bool]] | None = None
     if embedder is not None and request.query.strip() and weights.vector > 0:
         vector_job = _workers().submit(
-            _vector_candidates, store, embedder, request.query, agent_ids, pool, confidences
+            _vector_candidates,
+            store,
+            embedder,
+            request.query,
+            agent_ids,
+            pool,
+            confidences,
+            request.min_vector_similarity,
         )
 
     terms: list[str] = []
@@ -153,7 +165,13 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     keyword_score, keyword_sources = combine(
         evidence, {fid: row[0] for fid, row in info.items()}, pool, max_gap_s=request.context_max_gap_s
     )
-    members = {*keyword_score, *vector_ids, *recent_ids}
+    # A query with informative words only returns facts with evidence of relevance (a keyword, phrase or
+    # context hit, or a close vector neighbour); recency then orders among those. An empty or stop-word-only
+    # query, or recency-only weights, keep the pure recency window (session start, sliding window).
+    relevance_required = bool(query_terms(request.query)) and (weights.keyword > 0 or vector_job is not None)
+    members = (
+        {*keyword_score, *vector_ids} if relevance_required else {*keyword_score, *vector_ids, *recent_ids}
+    )
     info = {fid: row for fid, row in info.items() if fid in members}
     keyword_order = sorted(
         (fid for fid in keyword_score if fid in info),
@@ -212,14 +230,15 @@ def _vector_candidates(
     agent_ids: list[str],
     limit: int,
     confidences: list[str] | None,
+    min_similarity: float = 0.0,
 ) -> tuple[list[str], bool]:
-    """Ids of the cosine-nearest facts, and whether the query could be embedded at all."""
+    """Ids of the cosine-nearest facts at or above ``min_similarity``, and whether the query embedded."""
     try:
         query_vector = embedder.embed([query])[0]
     except Exception:  # an unreachable embedder degrades recall to keyword + recency, never fails it
         return [], False
     hits = store.vector_search(agent_ids, query_vector, embedder.model_id, limit, confidences)
-    return [hit.fact_id for hit in hits], True
+    return [hit.fact_id for hit in hits if hit.score >= min_similarity], True
 
 
 _WORKERS: ThreadPoolExecutor | None = None
