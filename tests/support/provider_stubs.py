@@ -34,6 +34,7 @@ A reply is a dict (all keys optional):
     usage_chunk   Chat streaming: "empty" (choices: []), "null" (choices: null), "absent" (no choices
                   key) or "none" (no usage chunk even when asked); default "empty"
     ignore_stream answer with one JSON document even when the request asked for a stream
+    linger        seconds to keep a stream's body open after its terminator event
     crlf          use CRLF line endings in the SSE stream
     comments      interleave SSE comment lines / Anthropic pings (default True)
 
@@ -371,6 +372,8 @@ class _Handler(BaseHTTPRequestHandler):
             lines = data.split("\n")
             text += "".join(f"data: {line}{nl}" for line in lines) + nl
             self._chunk(text)
+        if reply.get("linger"):
+            time.sleep(float(reply["linger"]))  # the terminator was sent; hold the body open
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 

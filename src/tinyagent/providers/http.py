@@ -15,10 +15,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import random
 import re
+import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -271,7 +274,7 @@ class HttpClient:
                     return on_json(self._json(response, url))
                 events = iter_sse_bytes(response.iter_bytes())
                 result = consume(events, progress)
-                _drain(events)
+                _drain(events, response)
                 return result
 
         return self._with_retries(url, attempt)
@@ -330,16 +333,41 @@ class HttpClient:
             self._sleep(delay)
 
 
-def _drain(events: Iterator[SSEEvent], limit: int = 1000) -> None:
+DRAIN_GRACE_S = 2.0
+
+
+def _drain(events: Iterator[SSEEvent], response: httpx.Response, limit: int = 1000) -> None:
     """Read what follows the terminal event (normally just the end of the body) so the connection
-    goes back to the pool instead of being closed, as the OpenAI SDK does; the reply is already
-    complete, so a failure here is ignored."""
+    goes back to the pool instead of being closed, as the OpenAI SDK does.
+
+    The reply is already complete, so a failure here is ignored, and a server that keeps the body
+    open after its terminator is cut off after DRAIN_GRACE_S (the socket is shut down, which ends
+    the blocked read; the connection is then discarded, never reused).
+    """
+    network = response.extensions.get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    lock = threading.Lock()
+    finished = False
+
+    def cut_off() -> None:
+        with lock:
+            if not finished and sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(DRAIN_GRACE_S, cut_off)
+    timer.daemon = True
+    timer.start()
     try:
         for count, _ in enumerate(events):
             if count >= limit:
                 break
     except (httpx.HTTPError, SSEError):
         pass
+    finally:
+        with lock:
+            finished = True
+        timer.cancel()
 
 
 def _attempts_note(error: ProviderError, retries: int) -> ProviderError:

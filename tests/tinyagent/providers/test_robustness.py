@@ -69,3 +69,18 @@ def test_keep_alive_connection_is_reused_across_requests(stub, make, name, strea
     for _ in range(3):
         provider.complete(PROMPT, [], stream=stream)
     assert len({r.client_port for r in stub.requests}) == 1
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("name", PROVIDERS)
+def test_a_body_held_open_after_the_terminator_does_not_hang_the_reply(stub, make, name, monkeypatch):
+    # Without the drain's cut-off this would block until the 300 s read timeout (and trip the
+    # test timeout); with it the reply returns and the connection is not reused.
+    from tinyagent.providers import http
+
+    monkeypatch.setattr(http, "DRAIN_GRACE_S", 0.2)
+    stub.add({"text": "complete", "linger": 120}, {"text": "next"})
+    provider = make(name)
+    assert provider.complete(PROMPT, [], stream=True).message.content == "complete"
+    assert provider.complete(PROMPT, [], stream=True).message.content == "next"
+    assert stub.requests[0].client_port != stub.requests[1].client_port
