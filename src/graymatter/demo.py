@@ -11,15 +11,17 @@ from pathlib import Path
 from typing import Any
 
 AGENT = "support-bot"
-SEED = [
-    "The production database is PostgreSQL 16 running in eu-west-1",
-    "Deploys happen every Tuesday and Thursday after 14:00 UTC",
-    "Customer Acme Corp is on the Enterprise plan with a 99.95% SLA",
-    "The on-call rotation changes every Monday at 09:00 UTC",
-    "Refunds above 500 EUR need approval from the finance team",
-    "The staging cluster is called kestrel and mirrors production weekly",
-    "Alice owns the billing service; Bob owns the search service",
-    "Error budget alerts go to the #sre-alerts Slack channel",
+HISTORY = [  # (days ago, fact): what the agent learnt over the past weeks, loaded as an import
+    (41, "The production database is PostgreSQL 16 running in eu-west-1"),
+    (35, "Deploys happen every Tuesday and Thursday after 14:00 UTC"),
+    (29, "Customer Acme Corp is on the Enterprise plan with a 99.95% SLA"),
+    (23, "The on-call rotation changes every Monday at 09:00 UTC"),
+    (18, "Refunds above 500 EUR need approval from the finance team"),
+    (12, "The staging cluster is called kestrel and mirrors production weekly"),
+    (7, "Alice owns the billing service; Bob owns the search service"),
+    (3, "Error budget alerts go to the #sre-alerts Slack channel"),
+]
+SEED = [  # remembered live during the demo
     "The API rate limit is 600 requests per minute per token",
     "Acme Corp prefers email over phone for incident updates",
 ]
@@ -67,8 +69,33 @@ def _explain(memory: Any, query: str, **options: Any) -> None:
         )
 
 
+def _history() -> Any:
+    """An export bundle holding ``HISTORY`` with its real ages (ids and timestamps from those days)."""
+    from datetime import timedelta
+
+    from .ids import new_ulid
+    from .models import ExportBundle, Fact, Provenance, utcnow
+
+    now = utcnow()
+    facts = []
+    for days, text in HISTORY:
+        at = now - timedelta(days=days)
+        facts.append(
+            Fact(
+                id=new_ulid(int(at.timestamp() * 1000)),
+                agent_id=AGENT,
+                text=text,
+                created_at=at,
+                accessed_at=at,
+                provenance=Provenance(interface="import", client="demo"),
+            )
+        )
+    return ExportBundle(exported_at=now, facts=facts, checkpoints=[], links=[])
+
+
 def run_demo(keep: str | None = None, json_output: bool = False) -> int:
-    """Seed a store, recall with explanations, revise, round-trip a checkpoint. Returns an exit code."""
+    """Seed a store (imported history + live writes), recall with explanations, revise, round-trip a
+    checkpoint. Returns an exit code."""
     from .config import MemoryConfig
     from .memory import Memory
 
@@ -79,7 +106,9 @@ def run_demo(keep: str | None = None, json_output: bool = False) -> int:
     summary: dict[str, Any] = {"store": str(root)}
     try:
         with Memory(root, embedder=None, config=MemoryConfig(embedding="keyword")) as memory:
-            _section(f"remember: {len(SEED)} facts for {AGENT!r}, {len(SHARED_SEED)} shared (store: {root})")
+            _section(f"history: {len(HISTORY)} facts of the past six weeks imported (store: {root})")
+            memory.import_bundle(_history())
+            _section(f"remember: {len(SEED)} new facts for {AGENT!r}, {len(SHARED_SEED)} shared")
             for text in SEED:
                 memory.remember(AGENT, text, provenance={"interface": "cli", "client": "demo"})
             for text in SHARED_SEED:
