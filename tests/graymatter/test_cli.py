@@ -241,3 +241,15 @@ def test_demo_runs_offline_and_fast(cli: Cli) -> None:
     assert not Path(summary["store"]).exists()
     human = cli("demo", use_dir=False, timeout=60)
     assert human.code == 0 and "state identical = True" in human.stdout
+
+
+def test_recall_order_with_vectors_is_identical_across_processes(cli: Cli, gm_dir: Path) -> None:
+    env = hermetic_env(GRAYMATTER_EMBEDDINGS="hashing")
+    texts = [f"deploy note {i}: service {i % 4} rolls out on day {i % 6}" for i in range(30)]
+    with Memory(gm_dir, config=MemoryConfig(embedding="hashing")) as memory:
+        memory.remember_many("a", texts)
+        assert memory.embedding_model == "hashing-v1-256/256"
+    runs = [cli("--json", "recall", "a", "service rolls out", "--explain", env=env).json() for _ in range(2)]
+    assert [(h["id"], h["score"]) for h in runs[0]] == [(h["id"], h["score"]) for h in runs[1]]
+    assert any(h["ranks"]["vector_rank"] > 0 for h in runs[0])
+    assert cli("--json", "stats", env=env).json()["embedding"] == "hashing-v1-256/256"
