@@ -249,7 +249,8 @@ def test_recall_order_with_vectors_is_identical_across_processes(cli: Cli, gm_di
     with Memory(gm_dir, config=MemoryConfig(embedding="hashing")) as memory:
         memory.remember_many("a", texts)
         assert memory.embedding_model == "hashing-v1-256/256"
-    runs = [cli("--json", "recall", "a", "service rolls out", "--explain", env=env).json() for _ in range(2)]
+    query = ("--json", "recall", "a", "deploy note service", "--explain")
+    runs = [cli(*query, env=env).json() for _ in range(2)]
     assert [(h["id"], h["score"]) for h in runs[0]] == [(h["id"], h["score"]) for h in runs[1]]
     assert any(h["ranks"]["vector_rank"] > 0 for h in runs[0])
     assert cli("--json", "stats", env=env).json()["embedding"] == "hashing-v1-256/256"
