@@ -340,6 +340,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         args.format
     ]
     out = Path(args.out) if args.out else Path(base) / "export" / default_name
+    if args.format != "obsidian" and out.is_dir():
+        out = out / default_name
     written = write_export(bundle, args.format, out)
     if args.json:
         _emit_json(
@@ -575,6 +577,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_FAILURE
+    except OSError as exc:  # a file the user named (export target, import source, state file) failed
+        where = f" {exc.filename}" if exc.filename else ""
+        return _report_error(RuntimeError(f"cannot access{where}: {exc.strerror or exc}"), json_mode)
     except Exception as exc:
         from .errors import GraymatterError
 

@@ -89,7 +89,7 @@ def _safe_name(value: str) -> str:
 
 def write_obsidian(bundle: ExportBundle, out_dir: Path) -> list[Path]:
     """An Obsidian vault: one note per fact (YAML front matter), an index note per agent, a links note."""
-    ensure_private_dir(out_dir)
+    ensure_private_dir(out_dir, "choose another --out")
     written: list[Path] = []
     by_agent: dict[str, list[Fact]] = defaultdict(list)
     for fact in bundle.facts:
@@ -137,7 +137,7 @@ def write_export(bundle: ExportBundle, fmt: str, out: Path) -> list[Path]:
     """Write ``bundle`` in ``fmt`` to ``out`` (a file for markdown/json, a directory for obsidian)."""
     if fmt == "obsidian":
         return write_obsidian(bundle, out)
-    ensure_private_dir(out.parent)
+    ensure_private_dir(out.parent, "choose another --out")
     text = render_markdown(bundle) if fmt == "markdown" else render_json(bundle)
     atomic_write(out, text.encode("utf-8"))
     return [out]

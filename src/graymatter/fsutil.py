@@ -12,7 +12,7 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 
 
-def ensure_private_dir(path: Path) -> Path:
+def ensure_private_dir(path: Path, elsewhere: str = "pass another --dir") -> Path:
     """Create ``path`` (mode 0700) if missing and check that it is a usable directory.
 
     An existing directory keeps the permissions its owner gave it.
@@ -22,11 +22,9 @@ def ensure_private_dir(path: Path) -> Path:
     """
     path = Path(path)
     if path.is_symlink() and not path.exists():
-        raise StoreUnavailable(
-            f"data directory {path} is a dangling symlink; remove it or pass another --dir"
-        )
+        raise StoreUnavailable(f"data directory {path} is a dangling symlink; remove it or {elsewhere}")
     if path.exists() and not path.is_dir():
-        raise StoreUnavailable(f"{path} exists but is not a directory; remove it or pass another --dir")
+        raise StoreUnavailable(f"{path} exists but is not a directory; remove it or {elsewhere}")
     if not path.exists():
         try:
             path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
@@ -37,9 +35,7 @@ def ensure_private_dir(path: Path) -> Path:
         except OSError as exc:
             raise StoreUnavailable(f"cannot create data directory {path}: {exc.strerror or exc}") from None
     if not os.access(path, os.W_OK | os.X_OK):
-        raise StoreUnavailable(
-            f"data directory {path} is not writable; fix its permissions or pass another --dir"
-        )
+        raise StoreUnavailable(f"directory {path} is not writable; fix its permissions or {elsewhere}")
     return path
 
 
@@ -53,7 +49,10 @@ def atomic_write(path: Path, data: bytes) -> None:
     directory = path.parent
     tmp = directory / f".{path.name}.{os.urandom(8).hex()}.tmp"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, FILE_MODE)
+    try:
+        fd = os.open(tmp, flags, FILE_MODE)
+    except OSError as exc:  # name the file the caller asked for, not our temporary name
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -254,3 +254,16 @@ def test_recall_order_with_vectors_is_identical_across_processes(cli: Cli, gm_di
     assert [(h["id"], h["score"]) for h in runs[0]] == [(h["id"], h["score"]) for h in runs[1]]
     assert any(h["ranks"]["vector_rank"] > 0 for h in runs[0])
     assert cli("--json", "stats", env=env).json()["embedding"] == "hashing-v1-256/256"
+
+
+def test_export_to_a_directory_and_unwritable_targets(cli: Cli, tmp_path: Path) -> None:
+    cli("remember", "a", "exported fact")
+    target = tmp_path / "out"
+    target.mkdir()
+    assert cli("export", "--format", "json", "--out", str(target)).code == 0
+    assert json.loads((target / "graymatter.json").read_text())["facts"][0]["text"] == "exported fact"
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    result = cli("export", "--out", str(blocked / "x.md"))
+    assert result.code == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.stderr and str(blocked) in result.stderr and "--out" in result.stderr
