@@ -157,6 +157,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     vector_ids, vector_used = vector_job.result() if vector_job is not None else ([], False)
 
     recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
+    recent_set = set(recent_ids)
 
     pool_ids = list(dict.fromkeys([*evidence.candidate_ids(), *vector_ids, *recent_ids]))
     allowed = None if confidences is None else set(confidences)
@@ -172,6 +173,10 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     members = (
         {*keyword_score, *vector_ids} if relevance_required else {*keyword_score, *vector_ids, *recent_ids}
     )
+    # Recency ranks place each fact in the agent's recent timeline: the newest facts take their ranks
+    # even when they are not returned, so a relevant fact's recency rank reflects how much was written
+    # after it, not only how many other matches are newer.
+    timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent_set}
     info = {fid: row for fid, row in info.items() if fid in members}
     keyword_order = sorted(
         (fid for fid in keyword_score if fid in info),
@@ -180,9 +185,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     keyword_rank = {fid: i + 1 for i, fid in enumerate(keyword_order)}
     vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in info)}
     recency_rank = recency_ranks(
-        {fid: row[0] for fid, row in info.items()},
-        resolution_s=request.recency_resolution_s,
-        exact=not keyword_rank and not vector_rank,
+        timeline, resolution_s=request.recency_resolution_s, exact=not keyword_rank and not vector_rank
     )
     ranks = {
         fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in info
