@@ -36,14 +36,15 @@ class QualityReport:
     deterministic: bool = True
 
     def hit_at(self, k: int, query_class: str | None = None) -> float:
-        ranks = self._select(query_class)
+        ranks = self.ranks_of(query_class)
         return sum(1 for r in ranks if 0 < r <= k) / len(ranks) if ranks else 0.0
 
     def mrr(self, query_class: str | None = None) -> float:
-        ranks = self._select(query_class)
+        ranks = self.ranks_of(query_class)
         return sum(1.0 / r for r in ranks if r) / len(ranks) if ranks else 0.0
 
-    def _select(self, query_class: str | None) -> list[int]:
+    def ranks_of(self, query_class: str | None) -> list[int]:
+        """Gold ranks of one question class (all classes when ``None``)."""
         if query_class is None:
             return [r for ranks in self.ranks.values() for r in ranks]
         return self.ranks.get(query_class, [])
@@ -97,7 +98,7 @@ def run(quick: bool) -> dict[str, Any]:
                 [
                     label,
                     query_class or "all planted",
-                    len(rep._select(query_class)),
+                    len(rep.ranks_of(query_class)),
                     rep.hit_at(1, query_class),
                     rep.hit_at(3, query_class),
                     rep.hit_at(8, query_class),
@@ -134,7 +135,7 @@ def run(quick: bool) -> dict[str, Any]:
                 "hit_at_8": round(rep.hit_at(8), 4),
                 "mrr": round(rep.mrr(), 4),
                 "by_class": {
-                    c: {"n": len(rep._select(c)), "hit_at_8": round(rep.hit_at(8, c), 4)} for c in classes
+                    c: {"n": len(rep.ranks_of(c)), "hit_at_8": round(rep.hit_at(8, c), 4)} for c in classes
                 },
                 "families_current": rep.families_current,
                 "families_total": rep.families_total,
