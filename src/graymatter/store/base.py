@@ -118,7 +118,11 @@ class Store(Protocol):
         limit: int,
         confidences: Sequence[str] | None = None,
     ) -> list[ScoredId]:
-        """Full-text (BM25, stemmed) matches of any of ``terms``, best first, at most ``limit``."""
+        """Full-text (BM25, stemmed) matches of any of ``terms``, best first, at most ``limit``.
+
+        The list is ordered by score, then oldest ``created_at``, then id. Every match scoring better than
+        the last returned one is included; when more facts tie with that last score than fit, backends may
+        pick among them by insertion order (deterministic for a given store)."""
 
     def vector_search(
         self,

@@ -687,28 +687,35 @@ class SQLiteStore:
         if not ids or window <= 0:
             return {}
         live = "superseded_by IS NULL AND kind = 'fact'"
+        side_sql = (
+            "SELECT * FROM (SELECT ? AS src, id, created_at FROM facts INDEXED BY facts_live_recent "
+            f"WHERE agent_id = ? AND {live} AND (created_at, id) {{op}} (?, ?) ORDER BY {{order}} LIMIT ?)"
+        )
+        before_sql = side_sql.format(op="<", order="created_at DESC, id DESC")
+        after_sql = side_sql.format(op=">", order="created_at, id")
 
         def work(c: sqlite3.Connection) -> dict[str, list[str]]:
-            out: dict[str, list[str]] = {}
-            for fact_id in ids:
-                row = c.execute(
-                    f"SELECT agent_id, created_at FROM facts WHERE id = ? AND {live}", (fact_id,)
-                ).fetchone()
-                if row is None:
-                    continue
-                agent, created = row
-                before = c.execute(
-                    f"SELECT id FROM facts INDEXED BY facts_live_recent WHERE agent_id = ? AND {live} "
-                    "AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?",
-                    (agent, created, fact_id, window),
-                ).fetchall()
-                after = c.execute(
-                    f"SELECT id FROM facts INDEXED BY facts_live_recent WHERE agent_id = ? AND {live} "
-                    "AND (created_at, id) > (?, ?) ORDER BY created_at, id LIMIT ?",
-                    (agent, created, fact_id, window),
-                ).fetchall()
-                out[fact_id] = [r[0] for r in reversed(before)] + [r[0] for r in after]
-            return out
+            anchors: dict[str, tuple[str, int]] = {}
+            for chunk in _chunks(ids):
+                for fact_id, agent, created in c.execute(
+                    f"SELECT id, agent_id, created_at FROM facts WHERE {live} "
+                    f"AND id IN ({_placeholders(len(chunk))})",
+                    list(chunk),
+                ).fetchall():
+                    anchors[fact_id] = (agent, created)
+            found: dict[str, list[tuple[int, str]]] = {fid: [] for fid in ids if fid in anchors}
+            known = list(found)
+            for chunk in _chunks(known, 200):  # two sub-selects per fact, one statement per chunk
+                parts: list[str] = []
+                params: list[Any] = []
+                for fact_id in chunk:
+                    agent, created = anchors[fact_id]
+                    for sql in (before_sql, after_sql):
+                        parts.append(sql)
+                        params.extend((fact_id, agent, created, fact_id, window))
+                for src, other, created in c.execute(" UNION ALL ".join(parts), params).fetchall():
+                    found[src].append((created, other))
+            return {fid: [other for _, other in sorted(rows)] for fid, rows in found.items()}
 
         return self._read(work)
 
@@ -951,10 +958,10 @@ class SQLiteStore:
                 ).fetchall():
                     ranked.append((score[rowid], created, fact_id))
             ranked.sort()
-            exact = len(inner) < inner_limit  # every match was ranked
-            if not exact and len(ranked) >= limit and ranked[limit - 1][0] < inner[-1][1]:
-                exact = True  # the limit-th survivor beats the cut, so nothing beyond the cut can outrank it
-            if exact:
+            # Answer from the FTS5 cut unless it was full and too few of its rows belong to the namespace.
+            # Every fact scoring better than the cut is in it; facts tied with the cut's last score are
+            # admitted in insertion (rowid) order, which is deterministic and never reorders the list.
+            if len(inner) < inner_limit or len(ranked) >= limit:
                 return [(fact_id, s) for s, _, fact_id in ranked[:limit]]
             return c.execute(
                 "SELECT f.id, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "

