@@ -17,9 +17,10 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
 - Saves: the initial state before the first request, after every completed turn (tool batch or
   nudge) with status Running, and at termination. Nothing is saved between a reply and its tool
   batch, so every saved file ends at a model-query boundary (the resume contract). In fresh mode a
-  checkpoint is written by a worker thread while the next request is in flight; it is always
-  finished before the next tool batch, before the next save and before the run returns. In resume
-  mode (`stop_on_save_failure`) every save is synchronous.
+  checkpoint (a snapshot taken at the boundary) is written by one long-lived worker thread while the
+  next request is built, sent and answered; it is always finished before the next tool batch, before
+  the next save and before the run returns. In resume mode (`stop_on_save_failure`) every save is
+  synchronous.
 - SIGINT/SIGTERM: a request in flight is abandoned, a running command's process group is killed, the
   batch is completed with "interrupted" results, and the run ends with Interrupted after saving.
 - Save failures: reported on stderr; the run continues (fresh mode) and the process exits nonzero, or
@@ -30,6 +31,7 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
 from __future__ import annotations
 
 import contextlib
+import queue
 import signal
 import threading
 import time
@@ -140,8 +142,8 @@ class Agent:
         self._time_up = False
         self._started = 0.0
         self.overlap_saves = overlap_saves
-        self._pending: threading.Thread | None = None
-        self._pending_error: BaseException | None = None
+        self._worker: _SaveWorker | None = None
+        self._pending = False  # a checkpoint was handed to the worker and not yet collected
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trajectory: Trajectory) -> Trajectory:
@@ -154,7 +156,7 @@ class Agent:
         trajectory.exit_status = ExitStatus.RUNNING
         trajectory.exit_detail = None
         trajectory.submission = None
-        with self._signal_handlers(trajectory.limits.time_limit):
+        with self._signal_handlers(trajectory.limits.time_limit), self._save_worker():
             if self._checkpoint(trajectory):
                 try:
                     status, detail = self._loop(trajectory)
@@ -356,39 +358,41 @@ class Agent:
     def _checkpoint(self, traj: Trajectory) -> bool:
         """Save a Running checkpoint; False means the run must stop (resume mode only).
 
-        In fresh mode (`overlap_saves`) the write runs in a worker thread on a snapshot, overlapping the
-        next model request; `_finish_pending_save` joins it before any tool runs and before any other
-        save, so no tool effect ever precedes the durable checkpoint of the turn before it.
+        In fresh mode (`overlap_saves`) the write runs in the save worker on a snapshot, overlapping the
+        next model request; `_finish_pending_save` waits for it before any tool runs and before any
+        other save, so no tool effect ever precedes the durable checkpoint of the turn before it.
         """
         self._stamp(traj)
         if self.save is not None and self.overlap_saves and not self.stop_on_save_failure:
             self._finish_pending_save()
             self.saves += 1
-            snapshot = _snapshot(traj)
-            self._pending = threading.Thread(
-                target=self._save_in_background, args=(snapshot,), name="tinyagent-save", daemon=True
-            )
-            self._pending.start()
+            if self._worker is None:
+                self._worker = _SaveWorker(self.save)
+            self._worker.submit(_snapshot(traj))
+            self._pending = True
             return True
         ok = self._save(traj)
         return ok or not self.stop_on_save_failure
 
-    def _save_in_background(self, snapshot: Trajectory) -> None:
-        assert self.save is not None
-        try:
-            self.save(snapshot)
-        except Exception as exc:
-            self._pending_error = exc
-
     def _finish_pending_save(self) -> None:
         """Wait for an overlapped save and report its failure (main thread only)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
+        if not self._pending or self._worker is None:
             return
-        pending.join()
-        error, self._pending_error = self._pending_error, None
+        self._pending = False
+        error = self._worker.result()
         if error is not None:
             self._report_save_failure(error)
+
+    @contextlib.contextmanager
+    def _save_worker(self) -> Iterator[None]:
+        """The worker of this run is stopped when the run returns (it is started on first use)."""
+        try:
+            yield
+        finally:
+            self._finish_pending_save()
+            worker, self._worker = self._worker, None
+            if worker is not None:
+                worker.close()
 
     # -- signals ----------------------------------------------------------------------------------
     def _on_stop_signal(self, signum: int, _frame: object) -> None:
@@ -423,3 +427,41 @@ class Agent:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+
+class _SaveWorker:
+    """One daemon thread writing the checkpoints handed to it, in order, one at a time.
+
+    Long-lived so that handing over a checkpoint costs a queue put, not a thread start (which waits
+    for the new thread to be scheduled and then for the GIL to come back).
+    """
+
+    def __init__(self, save: SaveFn) -> None:
+        self._save = save
+        self._jobs: queue.SimpleQueue[Trajectory | None] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="tinyagent-save", daemon=True)
+        self._thread.start()
+
+    def submit(self, snapshot: Trajectory) -> None:
+        self._jobs.put(snapshot)
+
+    def result(self) -> BaseException | None:
+        """Wait for the oldest submitted save; its exception, or None when it succeeded."""
+        return self._results.get()
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            snapshot = self._jobs.get()
+            if snapshot is None:
+                return
+            try:
+                self._save(snapshot)
+            except BaseException as exc:  # reported by the main thread; never lost
+                self._results.put(exc)
+            else:
+                self._results.put(None)

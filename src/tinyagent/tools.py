@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import select
 import signal
 import stat
 import subprocess
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -198,36 +198,25 @@ def cap_output(data: bytes, cap: int) -> str:
     )
 
 
-class _CappedReader(threading.Thread):
-    """Drains a pipe, keeping the first and last `cap` bytes and counting the total."""
+class _CappedOutput:
+    """Collects a command's output, keeping the first and last `cap` bytes and counting the total."""
 
-    def __init__(self, stream: Any, cap: int) -> None:
-        super().__init__(daemon=True)
-        self._stream = stream
+    def __init__(self, cap: int) -> None:
         self._cap = cap
         self.head = bytearray()
         self.tail = bytearray()
         self.total = 0
 
-    def run(self) -> None:
-        try:
-            while True:
-                chunk = (
-                    self._stream.read1(65536) if hasattr(self._stream, "read1") else self._stream.read(65536)
-                )
-                if not chunk:
-                    break
-                self.total += len(chunk)
-                room = self._cap - len(self.head)
-                if room > 0:
-                    self.head += chunk[:room]
-                    chunk = chunk[room:]
-                if chunk:
-                    self.tail += chunk
-                    if len(self.tail) > self._cap:
-                        del self.tail[: len(self.tail) - self._cap]
-        except (OSError, ValueError):
-            pass
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self._cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self._cap:
+                del self.tail[: len(self.tail) - self._cap]
 
     def text(self) -> str:
         kept = len(self.head) + len(self.tail)
@@ -369,24 +358,14 @@ class Toolbox:
         self._proc = proc
         if self._interrupted:  # a signal arrived while the process was starting
             _kill_group(proc)
-        reader = _CappedReader(proc.stdout, self.output_cap)
-        reader.start()
-        timed_out = False
+        output_buffer = _CappedOutput(self.output_cap)
         try:
-            if not _wait_exit(proc, self.timeout):
-                timed_out = True
-                _kill_group(proc)
-                proc.wait()
+            timed_out, lingering = _collect(proc, output_buffer, self.timeout)
         finally:
             self._proc = None
-        reader.join(timeout=2.0)
-        lingering = reader.is_alive()
-        if lingering:  # background children still hold the pipe: stop them so the call can finish
-            _kill_group(proc)
-            reader.join(timeout=2.0)
-        if proc.stdout is not None:
-            proc.stdout.close()
-        output = reader.text()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        output = output_buffer.text()
         if self._interrupted:
             return ToolResult(f"error: command interrupted; process group killed\n{output}", True)
         if timed_out:
@@ -442,37 +421,74 @@ class Toolbox:
         return ToolResult("submitted", submission=answer)
 
 
-def _wait_exit(proc: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Wait for `proc` to exit within `timeout` seconds (<= 0: no limit); True if it exited.
+LINGER_GRACE_S = 2.0  # how long output may stay open after the command exited (background children)
 
-    On Linux this blocks on a pidfd (no polling loop, so no added latency per command); elsewhere
-    it falls back to `Popen.wait(timeout)`.
+
+def _collect(proc: subprocess.Popen[bytes], output: _CappedOutput, timeout: float) -> tuple[bool, bool]:
+    """Read `proc`'s output and wait for it to exit, in this thread; returns (timed_out, lingering).
+
+    One poll loop watches the output pipe and (on Linux) a pidfd, so there is no reader thread and
+    no polling delay. The command must exit within `timeout` seconds (<= 0: no limit), else its
+    process group is killed. Output still held open LINGER_GRACE_S after the exit (background
+    children) gets the group killed too (`lingering`), and at most one more grace period to end.
     """
-    if timeout <= 0:
-        proc.wait()
-        return True
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     try:
-        pidfd = os.pidfd_open(proc.pid)  # type: ignore[attr-defined]
+        pidfd: int | None = os.pidfd_open(proc.pid)  # type: ignore[attr-defined]
     except (AttributeError, OSError):
-        try:
-            proc.wait(timeout=timeout)
-            return True
-        except subprocess.TimeoutExpired:
-            return False
-    try:
-        poller = select.poll()
+        pidfd = None
+    if pidfd is not None:
         poller.register(pidfd, select.POLLIN)
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                break
-            if poller.poll(max(1, int(remaining * 1000))):
-                proc.wait()
-                return True
+    deadline = time.monotonic() + timeout if timeout > 0 else None
+    grace: float | None = None
+    timed_out = lingering = eof = exited = False
+    try:
+        while not (eof and exited):
+            now = time.monotonic()
+            if not exited:
+                if deadline is not None and now >= deadline:
+                    timed_out = True
+                    _kill_group(proc)
+                    proc.wait()
+                    exited = True
+                    continue
+                wait_until = deadline
+            else:
+                if grace is None:
+                    grace = now + LINGER_GRACE_S
+                if now >= grace:
+                    if lingering:
+                        break
+                    lingering = True  # background children still hold the pipe: stop them
+                    _kill_group(proc)
+                    grace = now + LINGER_GRACE_S
+                wait_until = grace
+            wait_ms = -1 if wait_until is None else max(1, math.ceil((wait_until - now) * 1000))
+            if pidfd is None and not exited:
+                wait_ms = 50 if wait_ms < 0 else min(wait_ms, 50)  # no pidfd: check the exit now and then
+            for ready, _event in poller.poll(wait_ms):
+                if ready == fd:
+                    chunk = os.read(fd, 65536)
+                    if chunk:
+                        output.feed(chunk)
+                    else:
+                        eof = True
+                        poller.unregister(fd)
+                elif ready == pidfd:
+                    proc.wait()
+                    exited = True
+                    poller.unregister(pidfd)
+            if pidfd is None and not exited and proc.poll() is not None:
+                exited = True
     finally:
-        os.close(pidfd)
-    return proc.poll() is not None
+        if pidfd is not None:
+            os.close(pidfd)
+    if not exited:
+        proc.wait()
+    return timed_out, lingering
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -107,7 +107,6 @@ class AnthropicProvider:
             key_hint=key_hint,
             api_key=api_key,
             sleep=sleep,
-            plain_http=self.url.startswith("http://"),
         )
 
     def close(self) -> None:

@@ -1,6 +1,7 @@
 """The one place tinyagent talks HTTP to a model provider.
 
-`HttpClient` wraps an httpx client with:
+`HttpClient` speaks HTTP/1.1 with the standard library's `http.client` over one keep-alive
+connection per endpoint (a stale idle connection is detected and replaced before it is reused), with:
 
 - retries with jittered exponential backoff on 429, 5xx and connection errors, honouring
   `Retry-After` / `retry-after-ms` (seconds or an HTTP date, capped), bounded by a number of
@@ -10,25 +11,31 @@
 - error bodies read up to 8 KiB; error messages carry the provider's one-line reason with anything
   that looks like a key redacted, never the request body or headers;
 - streaming through `post_sse`: the attempt is retried only while no data has been handed to the
-  caller; a connection dropped later is a ProviderConnectionError.
+  caller; a connection dropped later is a ProviderConnectionError;
+- gzip/deflate response bodies, `HTTP(S)_PROXY`/`ALL_PROXY`/`NO_PROXY` (http:// proxies; https
+  through a CONNECT tunnel), certificate verification against the system store plus certifi's bundle
+  when it is installed; the TLS context is built only for an https endpoint.
+
+httpx is not used: its per-request overhead (~0.5 ms) was most of tinyagent's harness cost per step.
 """
 
 from __future__ import annotations
 
-import contextlib
+import base64
 import email.utils
+import http.client
 import json
+import os
 import random
 import re
+import select
 import socket
-import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
-
-import httpx
+from urllib.parse import SplitResult, unquote, urlsplit
 
 from tinyagent import __version__
 from tinyagent.providers.base import (
@@ -184,21 +191,88 @@ def error_for_status(
     )
 
 
-def _connection_error(provider: str, url: str, exc: BaseException) -> ProviderConnectionError:
+class _TransportError(Exception):
+    """The connection failed, dropped or timed out (mapped to ProviderConnectionError)."""
+
+    def __init__(self, what: str, cause: BaseException | str) -> None:
+        super().__init__(what)
+        self.what = what
+        self.cause = cause if isinstance(cause, str) else type(cause).__name__
+
+
+class _DecodeError(Exception):
+    """A compressed response body could not be decoded."""
+
+
+def _transport_error(exc: BaseException, *, connecting: bool) -> _TransportError:
+    if isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError
+        return _TransportError("timed out", exc)
+    if connecting or isinstance(exc, ConnectionRefusedError | socket.gaierror):
+        return _TransportError("connection failed", exc)
+    if isinstance(exc, http.client.HTTPException | ConnectionError):
+        return _TransportError("connection dropped", exc)
+    return _TransportError("connection error", exc)
+
+
+def _connection_error(provider: str, url: str, exc: _TransportError) -> ProviderConnectionError:
     host = urlsplit(url).netloc or url
-    if isinstance(exc, httpx.TimeoutException):
-        what = "timed out"
-    elif isinstance(exc, httpx.ConnectError):
-        what = "connection failed"
-    elif isinstance(exc, httpx.RemoteProtocolError):
-        what = "connection dropped"
-    else:
-        what = "connection error"
-    return ProviderConnectionError(f"{provider}: {what} talking to {host} ({type(exc).__name__})")
+    return ProviderConnectionError(f"{provider}: {exc.what} talking to {host} ({exc.cause})")
+
+
+def _env_proxy(parts: SplitResult, environ: Mapping[str, str]) -> str | None:
+    """The proxy URL the environment asks for `parts` (as curl/httpx read it), or None."""
+    found: dict[str, str] = {}
+    for key, value in environ.items():
+        lowered = key.lower()
+        if lowered.endswith("_proxy") and value and (lowered not in found or key == lowered):
+            found[lowered] = value
+    proxy = found.get(f"{parts.scheme}_proxy") or found.get("all_proxy")
+    if not proxy:
+        return None
+    host = (parts.hostname or "").lower()
+    for entry in found.get("no_proxy", "").split(","):
+        entry = entry.strip().lower()
+        if entry == "*":
+            return None
+        entry = entry.lstrip(".").split(":")[0] if not entry.startswith("[") else entry
+        if entry and (host == entry or host.endswith("." + entry)):
+            return None
+    return proxy if "://" in proxy else "http://" + proxy
+
+
+class _Decoder:
+    """Undo `Content-Encoding: gzip|deflate` incrementally (identity passes through)."""
+
+    def __init__(self, encoding: str | None) -> None:
+        encoding = (encoding or "identity").strip().lower()
+        if encoding in ("", "identity"):
+            self._z = None
+        elif encoding in ("gzip", "x-gzip"):
+            self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        elif encoding == "deflate":
+            self._z = zlib.decompressobj(32 + zlib.MAX_WBITS)  # zlib-wrapped (raw deflate retried below)
+        else:
+            raise _DecodeError(f"unsupported content-encoding {encoding!r}")
+        self._deflate = encoding == "deflate"
+        self._started = False
+
+    def feed(self, data: bytes) -> bytes:
+        if self._z is None:
+            return data
+        try:
+            out = self._z.decompress(data)
+        except zlib.error as exc:
+            if self._deflate and not self._started:  # some servers send raw deflate
+                self._z = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._deflate = False
+                return self.feed(data)
+            raise _DecodeError(str(exc)) from None
+        self._started = True
+        return out
 
 
 class HttpClient:
-    """A retrying JSON/SSE client for one provider endpoint."""
+    """A retrying JSON/SSE client for one provider endpoint (one keep-alive connection)."""
 
     def __init__(
         self,
@@ -211,40 +285,55 @@ class HttpClient:
         api_key: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
-        plain_http: bool = False,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        """`plain_http`: the endpoint is http:// (local Ollama, a stub), so no TLS context is built;
-        loading the CA store costs ~40 ms of start-up and would never be used."""
+        """`timeout` bounds connecting (at most 30 s) and every read; `environ` supplies the proxy
+        variables (default os.environ)."""
         self.provider = provider
         self.retry = retry or RetryPolicy()
         self._key_hint = key_hint
         self._api_key = api_key
         self._sleep = sleep
         self._rng = rng or random.Random()
-        all_headers = {"user-agent": f"tinyagent/{__version__}", "accept-encoding": "gzip, deflate"}
-        all_headers.update({k.lower(): v for k, v in headers.items()})
-        self._client = httpx.Client(
-            headers=all_headers,
-            timeout=httpx.Timeout(timeout, connect=min(timeout, 30.0)),
-            follow_redirects=False,
-            verify=not plain_http,
-        )
+        self._headers = {"user-agent": f"tinyagent/{__version__}", "accept-encoding": "gzip, deflate"}
+        self._headers.update({k.lower(): v for k, v in headers.items()})
+        self._timeout = timeout
+        self._connect_timeout = min(timeout, 30.0)
+        self._environ = os.environ if environ is None else environ
+        self._conn: http.client.HTTPConnection | None = None
+        self._conn_origin: tuple[str, str, int] | None = None
+        self._tls: Any = None  # ssl.SSLContext, built on the first https connection
         self.sleeps: list[float] = []  # every backoff actually waited, for accounting and tests
 
     def close(self) -> None:
-        self._client.close()
+        self._discard()
+
+    def tls_context(self) -> Any:
+        """The certificate-verifying ssl.SSLContext used for https (built once, on first use)."""
+        if self._tls is None:
+            import ssl
+
+            context = ssl.create_default_context()  # system store; honours SSL_CERT_FILE/SSL_CERT_DIR
+            try:
+                import certifi  # what httpx/requests verify against; absent -> system store only
+
+                context.load_verify_locations(certifi.where())
+            except (ImportError, OSError):
+                pass
+            self._tls = context
+        return self._tls
 
     # public API ------------------------------------------------------------------------------
     def post_json(self, url: str, body: Mapping[str, Any]) -> Any:
         """POST a JSON body and return the decoded JSON response, retrying transient failures."""
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"content-type": "application/json"}
 
         def attempt(progress: StreamProgress) -> Any:
-            headers = {"content-type": "application/json"}
-            with self._client.stream("POST", url, content=payload, headers=headers) as response:
-                if response.status_code >= 400:
-                    raise self._error(response.status_code, _read_limited(response), url, response.headers)
-                return self._json(response, url)
+            response = self._exchange(url, payload, headers)
+            if response.status >= 400:
+                raise self._error(response.status, self._read_limited(response), url, response)
+            return self._json(response, url)
 
         return self._with_retries(url, attempt)
 
@@ -264,32 +353,138 @@ class HttpClient:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
 
         def attempt(progress: StreamProgress) -> T:
-            with self._client.stream("POST", url, content=payload, headers=headers) as response:
-                if response.status_code >= 400:
-                    raise self._error(response.status_code, _read_limited(response), url, response.headers)
-                ctype = response.headers.get("content-type", "")
-                if "text/event-stream" not in ctype and "json" in ctype:
-                    if on_json is None:
-                        raise self._error(502, _read_limited(response), url, response.headers)
-                    return on_json(self._json(response, url))
-                events = iter_sse_bytes(response.iter_bytes())
-                result = consume(events, progress)
-                _drain(events, response)
-                return result
+            response = self._exchange(url, payload, headers)
+            if response.status >= 400:
+                raise self._error(response.status, self._read_limited(response), url, response)
+            ctype = response.getheader("content-type") or ""
+            if "text/event-stream" not in ctype and "json" in ctype:
+                if on_json is None:
+                    raise self._error(502, self._read_limited(response), url, response)
+                return on_json(self._json(response, url))
+            body_stream = _BodyStream(self, response)
+            events = iter_sse_bytes(iter(body_stream))
+            result = consume(events, progress)
+            body_stream.drain(events)
+            return result
 
         return self._with_retries(url, attempt)
 
+    # connection ------------------------------------------------------------------------------
+    def _discard(self) -> None:
+        conn, self._conn, self._conn_origin = self._conn, None, None
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+    def _connection(self, parts: SplitResult) -> http.client.HTTPConnection:
+        """The keep-alive connection for this origin; a new one when there is none or it went stale."""
+        scheme = parts.scheme.lower()
+        try:
+            port = parts.port or (443 if scheme == "https" else 80)
+        except ValueError as exc:
+            raise _TransportError("connection failed", "invalid port") from exc
+        origin = (scheme, (parts.hostname or ""), port)
+        conn = self._conn
+        # An idle keep-alive socket has nothing to read unless the server closed it.
+        reusable = conn is not None and self._conn_origin == origin and conn.sock is not None
+        if reusable and conn is not None and conn.sock is not None and not _readable(conn.sock):
+            conn.sock.settimeout(self._timeout)
+            return conn
+        self._discard()
+        host = origin[1]
+        proxy = _env_proxy(parts, self._environ)
+        if proxy is None:
+            if scheme == "https":
+                conn = http.client.HTTPSConnection(
+                    host, port, timeout=self._connect_timeout, context=self.tls_context()
+                )
+            else:
+                conn = http.client.HTTPConnection(host, port, timeout=self._connect_timeout)
+        else:
+            conn = self._proxied(scheme, host, port, proxy)
+        try:
+            conn.connect()
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            raise _transport_error(exc, connecting=True) from exc
+        assert conn.sock is not None
+        conn.sock.settimeout(self._timeout)
+        self._conn, self._conn_origin = conn, origin
+        return conn
+
+    def _proxied(self, scheme: str, host: str, port: int, proxy: str) -> http.client.HTTPConnection:
+        pp = urlsplit(proxy)
+        if pp.scheme.lower() != "http" or not pp.hostname:
+            raise _TransportError("connection failed", f"unsupported proxy scheme {pp.scheme or '?'}://")
+        auth: dict[str, str] = {}
+        if pp.username is not None:
+            token = f"{unquote(pp.username)}:{unquote(pp.password or '')}".encode()
+            auth["Proxy-Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
+        if scheme == "https":
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                pp.hostname, pp.port or 80, timeout=self._connect_timeout, context=self.tls_context()
+            )
+            conn.set_tunnel(host, port, headers=auth)
+        else:
+            conn = _AbsoluteFormConnection(pp.hostname, pp.port or 80, timeout=self._connect_timeout)
+            conn.proxy_headers = auth
+        return conn
+
+    def _exchange(self, url: str, payload: bytes, headers: Mapping[str, str]) -> http.client.HTTPResponse:
+        """Send one request and return the response once its status line and headers arrived."""
+        parts = urlsplit(url)
+        conn = self._connection(parts)
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        if isinstance(conn, _AbsoluteFormConnection):
+            target = url
+            headers = {**headers, **conn.proxy_headers}
+        try:
+            conn.request("POST", target, body=payload, headers={**self._headers, **headers})
+        except (OSError, http.client.HTTPException) as exc:
+            self._discard()
+            raise _transport_error(exc, connecting=False) from exc
+        try:
+            return conn.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            self._discard()
+            raise _transport_error(exc, connecting=False) from exc
+        except BaseException:
+            self._discard()
+            raise
+
+    def _finished(self, response: http.client.HTTPResponse, complete: bool) -> None:
+        """Keep the connection for the next request only if this response was read to its end."""
+        if complete and not response.will_close:
+            response.close()  # releases the body; the socket stays open for the next request
+        else:
+            self._discard()
+
+    def _read(self, response: http.client.HTTPResponse, amount: int) -> bytes:
+        try:
+            return response.read1(amount)
+        except (OSError, http.client.HTTPException) as exc:
+            self._discard()
+            raise _transport_error(exc, connecting=False) from exc
+
     # internals -------------------------------------------------------------------------------
-    def _json(self, response: httpx.Response, url: str) -> Any:
+    def _json(self, response: http.client.HTTPResponse, url: str) -> Any:
         """The whole body as JSON, refusing bodies over MAX_RESPONSE_BYTES."""
+        decoder = _Decoder(response.getheader("content-encoding"))
         data = bytearray()
-        for chunk in response.iter_bytes():
-            data.extend(chunk)
+        while True:
+            chunk = self._read(response, 65536)
+            if not chunk:
+                break
+            data += decoder.feed(chunk)
             if len(data) > MAX_RESPONSE_BYTES:
+                self._discard()
                 host = urlsplit(url).netloc
                 raise ProviderProtocolError(
                     f"{self.provider}: response from {host} exceeds {MAX_RESPONSE_BYTES} bytes"
                 )
+        self._finished(response, complete=True)
         try:
             return json.loads(data)
         except ValueError:
@@ -297,11 +492,26 @@ class HttpClient:
                 f"{self.provider}: response from {urlsplit(url).netloc} is not valid JSON"
             ) from None
 
-    def _error(self, status: int, body: bytes, url: str, headers: Mapping[str, str]) -> ProviderError:
+    def _read_limited(self, response: http.client.HTTPResponse) -> bytes:
+        """Up to ERROR_BODY_LIMIT bytes of an error body (the connection is then not reused)."""
+        data = bytearray()
+        try:
+            decoder = _Decoder(response.getheader("content-encoding"))
+            while len(data) < ERROR_BODY_LIMIT:
+                chunk = response.read1(ERROR_BODY_LIMIT)
+                if not chunk:
+                    break
+                data += decoder.feed(chunk)
+        except (OSError, http.client.HTTPException, _DecodeError):
+            pass
+        self._discard()
+        return bytes(data[:ERROR_BODY_LIMIT])
+
+    def _error(self, status: int, body: bytes, url: str, response: http.client.HTTPResponse) -> ProviderError:
         error = error_for_status(
             status, body, provider=self.provider, url=url, key_hint=self._key_hint, api_key=self._api_key
         )
-        error.retry_after = parse_retry_after(headers)
+        error.retry_after = parse_retry_after(dict(response.getheaders()))
         return error
 
     def _with_retries(self, url: str, attempt: Callable[[StreamProgress], T]) -> T:
@@ -313,13 +523,19 @@ class HttpClient:
             try:
                 return attempt(progress)
             except ProviderError as exc:
+                self._discard()
                 error = exc
-            except httpx.TransportError as exc:
+            except _TransportError as exc:
                 error = _connection_error(self.provider, url, exc)
-            except httpx.DecodingError:
+            except _DecodeError:
+                self._discard()
                 error = ProviderProtocolError(f"{self.provider}: response body could not be decoded")
             except SSEError as exc:
+                self._discard()
                 error = ProviderProtocolError(f"{self.provider}: malformed event stream ({exc})")
+            except BaseException:
+                self._discard()
+                raise
             if not error.retryable or progress.handed_out or retry_number >= policy.max_retries:
                 raise _attempts_note(error, retry_number)
             retry_number += 1
@@ -333,53 +549,70 @@ class HttpClient:
             self._sleep(delay)
 
 
+class _AbsoluteFormConnection(http.client.HTTPConnection):
+    """A plain connection to an http:// proxy: requests carry the absolute URL as their target."""
+
+    proxy_headers: dict[str, str]
+
+
+def _readable(sock: socket.socket) -> bool:
+    """True if `sock` has data or EOF pending (for an idle keep-alive socket: the server closed it)."""
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
 DRAIN_GRACE_S = 2.0
 
 
-def _drain(events: Iterator[SSEEvent], response: httpx.Response, limit: int = 1000) -> None:
-    """Read what follows the terminal event (normally just the end of the body) so the connection
-    goes back to the pool instead of being closed, as the OpenAI SDK does.
+class _BodyStream:
+    """The decoded chunks of a streamed body; `drain` reads what follows the terminal event."""
 
-    The reply is already complete, so a failure here is ignored, and a server that keeps the body
-    open after its terminator is cut off after DRAIN_GRACE_S (the socket is shut down, which ends
-    the blocked read; the connection is then discarded, never reused).
-    """
-    network = response.extensions.get("network_stream")
-    sock = network.get_extra_info("socket") if network is not None else None
-    lock = threading.Lock()
-    finished = False
+    def __init__(self, client: HttpClient, response: http.client.HTTPResponse) -> None:
+        self._client = client
+        self._response = response
+        self._decoder = _Decoder(response.getheader("content-encoding"))
+        self._deadline: float | None = None
+        self.complete = False
 
-    def cut_off() -> None:
-        with lock:
-            if not finished and sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+    def __iter__(self) -> Iterator[bytes]:
+        while True:
+            if self._deadline is not None:
+                remaining = self._deadline - time.monotonic()
+                sock = self._client._conn.sock if self._client._conn is not None else None
+                if remaining <= 0 or sock is None:
+                    raise _TransportError("timed out", "drain")
+                sock.settimeout(remaining)
+            chunk = self._client._read(self._response, 65536)
+            if not chunk:
+                self.complete = True
+                return
+            data = self._decoder.feed(chunk)
+            if data:
+                yield data
 
-    timer = threading.Timer(DRAIN_GRACE_S, cut_off)
-    timer.daemon = True
-    timer.start()
-    try:
-        for count, _ in enumerate(events):
-            if count >= limit:
-                break
-    except (httpx.HTTPError, SSEError):
-        pass
-    finally:
-        with lock:
-            finished = True
-        timer.cancel()
+    def drain(self, events: Iterator[SSEEvent], limit: int = 1000) -> None:
+        """Read what follows the terminal event (normally just the end of the body) so the connection
+        can be reused, as the OpenAI SDK does.
+
+        The reply is already complete, so a failure here is ignored, and a server that keeps the body
+        open after its terminator is cut off after DRAIN_GRACE_S (the connection is then discarded,
+        never reused). No thread or timer: each read waits at most until the deadline.
+        """
+        self._deadline = time.monotonic() + DRAIN_GRACE_S
+        try:
+            for count, _ in enumerate(events):
+                if count >= limit:
+                    break
+        except (_TransportError, _DecodeError, SSEError):
+            pass
+        self._client._finished(self._response, complete=self.complete)
 
 
 def _attempts_note(error: ProviderError, retries: int) -> ProviderError:
     if retries:
         error.args = (f"{error.args[0]} (after {retries} retr{'y' if retries == 1 else 'ies'})",)
     return error
-
-
-def _read_limited(response: httpx.Response) -> bytes:
-    data = bytearray()
-    for chunk in response.iter_bytes():
-        data.extend(chunk)
-        if len(data) >= ERROR_BODY_LIMIT:
-            break
-    return bytes(data[:ERROR_BODY_LIMIT])

@@ -82,7 +82,6 @@ class OpenAIChatProvider:
             key_hint=key_hint,
             api_key=api_key,
             sleep=sleep,
-            plain_http=self.url.startswith("http://"),
         )
 
     def close(self) -> None:

@@ -89,7 +89,6 @@ class ResponsesProvider:
             key_hint=key_hint,
             api_key=api_key,
             sleep=sleep,
-            plain_http=self.url.startswith("http://"),
         )
 
     def close(self) -> None:

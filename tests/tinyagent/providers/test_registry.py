@@ -19,6 +19,7 @@ from tinyagent.providers.anthropic import AnthropicProvider
 from tinyagent.providers.base import ProviderAuthError
 from tinyagent.providers.openai_chat import OpenAIChatProvider
 from tinyagent.providers.responses import ResponsesProvider
+from tinyagent.types import Message
 
 DEFAULTS = {
     "openai": "https://api.openai.com/v1",
@@ -158,15 +159,17 @@ def test_importing_the_registry_does_not_import_httpx_or_adapters():
     assert out.stdout.strip() == ""
 
 
-def test_https_endpoints_verify_certificates_and_plain_http_skips_tls_setup():
+def test_https_endpoints_verify_certificates_and_plain_http_skips_tls_setup(stub):
     import ssl
 
     secure = get_provider("openai", model="m", env={"OPENAI_API_KEY": "k"})
-    local = get_provider("ollama", model="m", env={})
+    local = get_provider("openai", model="m", base_url=stub.base_url("openai"), api_key="k")
     try:
-        # httpx keeps the SSL context on the connection pool of its default transport
-        assert secure._http._client._transport._pool._ssl_context.verify_mode == ssl.CERT_REQUIRED
-        assert local._http._client._transport._pool._ssl_context.verify_mode == ssl.CERT_NONE
+        context = secure._http.tls_context()
+        assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+        stub.add({"text": "ok"})
+        assert local.complete([Message(role="user", content="hi")], [], stream=False).message.content == "ok"
+        assert local._http._tls is None  # a plain http:// endpoint never builds a TLS context
     finally:
         secure.close()
         local.close()
