@@ -267,3 +267,50 @@ def test_requests_carry_user_agent_and_never_log_the_key(stub, make):
     headers = stub.requests[0].headers
     assert headers["user-agent"].startswith("tinyagent/")
     assert headers["authorization"] == "Bearer sk-test-secret-key"
+
+
+CHAT_BODY = {"model": "m", "messages": [{"role": "user", "content": "x"}]}
+
+
+def test_http_proxy_from_the_environment_gets_the_absolute_url(stub):
+    # The stub plays the proxy: it records the request target, which must be the absolute URL.
+    stub.add({"text": "via proxy"})
+    client = HttpClient(provider="p", headers={}, environ={"HTTP_PROXY": stub.url})
+    target = "http://upstream.invalid:8080/v1/chat/completions"
+    answer = client.post_json(target, CHAT_BODY)
+    client.close()
+    assert answer["choices"][0]["message"]["content"] == "via proxy"
+    assert stub.requests[0].path == target
+
+
+def test_no_proxy_bypasses_the_proxy(stub):
+    stub.add({"text": "direct"})
+    environ = {"http_proxy": "http://127.0.0.1:9", "NO_PROXY": "example.com, 127.0.0.1"}
+    client = HttpClient(provider="p", headers={}, environ=environ)
+    answer = client.post_json(stub.base_url("openai") + "/chat/completions", CHAT_BODY)
+    client.close()
+    assert answer["choices"][0]["message"]["content"] == "direct"
+    assert stub.requests[0].path.startswith("/")
+
+
+def test_unsupported_proxy_scheme_is_a_connection_error():
+    client = HttpClient(
+        provider="p", headers={}, environ={"ALL_PROXY": "socks5://127.0.0.1:1080"}, retry=RetryPolicy(0)
+    )
+    with pytest.raises(ProviderConnectionError, match="connection failed"):
+        client.post_json("http://example.invalid/v1/chat/completions", CHAT_BODY)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "identity"])
+def test_compressed_bodies_are_decoded_in_any_chunking(encoding):
+    import gzip
+    import zlib
+
+    from tinyagent.providers.http import _Decoder
+
+    raw = json.dumps({"data": "x" * 5000, "n": list(range(300))}).encode()
+    packed = {"gzip": gzip.compress, "deflate": zlib.compress, "identity": lambda b: b}[encoding](raw)
+    for size in (1, 7, 4096):
+        decoder = _Decoder(encoding)
+        out = b"".join(decoder.feed(packed[i : i + size]) for i in range(0, len(packed), size))
+        assert out == raw
