@@ -324,9 +324,10 @@ class HttpClient:
         return self._tls
 
     # public API ------------------------------------------------------------------------------
-    def post_json(self, url: str, body: Mapping[str, Any]) -> Any:
-        """POST a JSON body and return the decoded JSON response, retrying transient failures."""
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    def post_json(self, url: str, body: Mapping[str, Any] | bytes) -> Any:
+        """POST a JSON body (a mapping, or its UTF-8 JSON encoding) and return the decoded JSON
+        response, retrying transient failures."""
+        payload = _encode(body)
         headers = {"content-type": "application/json"}
 
         def attempt(progress: StreamProgress) -> Any:
@@ -340,7 +341,7 @@ class HttpClient:
     def post_sse(
         self,
         url: str,
-        body: Mapping[str, Any],
+        body: Mapping[str, Any] | bytes,
         consume: Callable[[Iterator[SSEEvent], StreamProgress], T],
         on_json: Callable[[Any], T] | None = None,
     ) -> T:
@@ -349,7 +350,7 @@ class HttpClient:
         A server that ignores `stream` and answers with one JSON document goes to `on_json` (the
         adapter's non-streaming parser, which also recognises an error document).
         """
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        payload = _encode(body)
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
 
         def attempt(progress: StreamProgress) -> T:
@@ -547,6 +548,12 @@ class HttpClient:
             waited += delay
             self.sleeps.append(delay)
             self._sleep(delay)
+
+
+def _encode(body: Mapping[str, Any] | bytes) -> bytes:
+    if isinstance(body, bytes):
+        return body
+    return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
 
 class _AbsoluteFormConnection(http.client.HTTPConnection):

@@ -23,7 +23,7 @@ from tinyagent.providers.fields import (
     text_field,
     token_field,
 )
-from tinyagent.providers.history import WireIds, check_pairing, distinct_call_ids, wire_arguments
+from tinyagent.providers.history import check_pairing, distinct_call_ids, wire_arguments
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
@@ -84,6 +84,9 @@ class OpenAIChatProvider:
             sleep=sleep,
         )
 
+        self._encoded: list[tuple[Message, str]] = []  # see request_payload
+        self._encoded_tools: tuple[list[ToolSpec], str] = ([], "")
+
     def close(self) -> None:
         self._http.close()
 
@@ -93,46 +96,79 @@ class OpenAIChatProvider:
     ) -> dict[str, Any]:
         """The exact request body for this history (public for tests and debugging)."""
         check_pairing(messages, self.name)
-        ids = WireIds(messages)
-        wire: list[dict[str, Any]] = []
-        for index, message in enumerate(messages):
-            if message.role in ("system", "user"):
-                wire.append({"role": message.role, "content": message.content or ""})
-            elif message.role == "assistant":
-                item: dict[str, Any] = {"role": "assistant", "content": message.content}
-                if message.tool_calls:
-                    item["tool_calls"] = [
-                        {
-                            "id": wid,
-                            "type": "function",
-                            "function": {"name": c.name, "arguments": wire_arguments(c.arguments)},
-                        }
-                        for wid, c in zip(ids.calls(index), message.tool_calls, strict=True)
-                    ]
-                elif message.content is None:
-                    item["content"] = ""
-                state = (message.provider_state or {}).get(STATE_KEY)
-                if isinstance(state, dict) and state.get("provider") == self.name:
-                    for key in ("reasoning", "reasoning_content", "reasoning_details"):
-                        if state.get(key):
-                            item[key] = state[key]
-                wire.append(item)
-            else:
-                wire.append(
-                    {"role": "tool", "tool_call_id": ids.result(index), "content": message.content or ""}
-                )
-        body: dict[str, Any] = {"model": self.model, "messages": wire, "stream": stream}
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [self._wire_message(m) for m in messages],
+            "stream": stream,
+        }
         if tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
-                }
-                for t in tools
-            ]
+            body["tools"] = [_wire_tool(t) for t in tools]
         if stream:
             body["stream_options"] = {"include_usage": True}
         return body
+
+    def request_payload(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    ) -> bytes:
+        """`build_request` encoded as UTF-8 JSON, re-encoding only what changed since the last call.
+
+        The agent's history only grows and a message is never mutated once appended, so the JSON of
+        every message object already encoded (same object, same position) is reused; any other
+        history is simply encoded afresh. Chat Completions puts stored ids on the wire unchanged, so
+        a message's wire form depends on that message alone.
+        """
+        check_pairing(messages, self.name)
+        cache = self._encoded
+        keep = 0
+        limit = min(len(cache), len(messages))
+        while keep < limit and cache[keep][0] is messages[keep]:
+            keep += 1
+        del cache[keep:]
+        for message in messages[keep:]:
+            cache.append((message, json.dumps(self._wire_message(message), ensure_ascii=False)))
+        parts = [
+            '{"model": ',
+            json.dumps(self.model, ensure_ascii=False),
+            ', "messages": [',
+            ", ".join(text for _, text in cache),
+            '], "stream": ',
+            "true" if stream else "false",
+        ]
+        if tools:
+            tool_list = list(tools)
+            cached_tools, tools_text = self._encoded_tools
+            if not _same_objects(cached_tools, tool_list):
+                tools_text = json.dumps([_wire_tool(t) for t in tool_list], ensure_ascii=False)
+                self._encoded_tools = (tool_list, tools_text)
+            parts += [', "tools": ', tools_text]
+        if stream:
+            parts.append(', "stream_options": {"include_usage": true}')
+        parts.append("}")
+        return "".join(parts).encode("utf-8")
+
+    def _wire_message(self, message: Message) -> dict[str, Any]:
+        if message.role in ("system", "user"):
+            return {"role": message.role, "content": message.content or ""}
+        if message.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                item["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": wire_arguments(c.arguments)},
+                    }
+                    for c in message.tool_calls
+                ]
+            elif message.content is None:
+                item["content"] = ""
+            state = (message.provider_state or {}).get(STATE_KEY)
+            if isinstance(state, dict) and state.get("provider") == self.name:
+                for key in ("reasoning", "reasoning_content", "reasoning_details"):
+                    if state.get(key):
+                        item[key] = state[key]
+            return item
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content or ""}
 
     # call ------------------------------------------------------------------------------------
     def complete(
@@ -143,7 +179,7 @@ class OpenAIChatProvider:
         stream: bool,
         on_text: Callable[[str], None] | None = None,
     ) -> Completion:
-        body = self.build_request(messages, tools, stream=stream)
+        body = self.request_payload(messages, tools, stream=stream)
         if not stream:
             return self._parse(self._http.post_json(self.url, body))
 
@@ -309,3 +345,14 @@ def _text(content: Any) -> str | None:
         parts = [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
         return "".join(parts) or None
     return None
+
+
+def _wire_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))

@@ -138,3 +138,33 @@ def test_every_broken_pairing_is_refused_by_every_adapter(adapters, history):
     for _, adapter in adapters:
         with pytest.raises(ProviderRequestError, match="conversation history is invalid"):
             adapter.build_request(history, TOOLS, stream=False)
+
+
+def _paired(history: list[Message]) -> bool:
+    try:
+        check_pairing(history, "p")
+    except ProviderRequestError:
+        return False
+    return True
+
+
+@settings(max_examples=150, deadline=None)
+@given(history=paired_histories(), stream=st.booleans(), cut=st.integers(min_value=0, max_value=40))
+def test_chat_encoded_payload_equals_the_request_body_also_when_reused(history, stream, cut):
+    # request_payload reuses the JSON of messages already encoded; whatever was encoded before (a
+    # prefix of this history, or another history), the bytes must decode to build_request's body.
+    import json
+
+    adapter = OpenAIChatProvider(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    try:
+        prefix = history[: min(cut, len(history))]
+        if _paired(prefix):
+            adapter.request_payload(prefix, TOOLS, stream=not stream)
+        adapter.request_payload([Message(role="user", content="other")], [], stream=stream)
+        if _paired(prefix):
+            adapter.request_payload(prefix, [], stream=stream)
+        for _ in range(2):
+            payload = adapter.request_payload(history, TOOLS, stream=stream)
+            assert json.loads(payload) == adapter.build_request(history, TOOLS, stream=stream)
+    finally:
+        adapter.close()
