@@ -121,11 +121,52 @@ def dump_trajectory(trajectory: Trajectory) -> bytes:
     return trajectory.model_dump_json(indent=1).encode("utf-8") + b"\n"
 
 
-def save_trajectory(trajectory: Trajectory, path: str | os.PathLike[str]) -> None:
-    """Atomically save `trajectory` to `path` as a private (0600) file. Raises SaveError."""
+class TrajectoryEncoder:
+    """`dump_trajectory` for a trajectory saved again and again: byte-identical output, but the JSON of
+    every message already encoded (the same object at the same position) is reused.
+
+    A run's history only grows and a message is never mutated once appended, so each checkpoint
+    encodes the new messages and the small rest of the document only. Not thread-safe: one
+    encoder per run, used by one save at a time.
+    """
+
+    _MARKER = '\n "messages": [],\n'  # raw newlines occur only as indentation, never inside strings
+
+    def __init__(self) -> None:
+        self._messages: list[tuple[object, str]] = []
+
+    def encode(self, trajectory: Trajectory) -> bytes:
+        messages = trajectory.messages
+        if not messages:
+            return dump_trajectory(trajectory)
+        cache = self._messages
+        keep = 0
+        limit = min(len(cache), len(messages))
+        while keep < limit and cache[keep][0] is messages[keep]:
+            keep += 1
+        del cache[keep:]
+        for message in messages[keep:]:
+            text = message.model_dump_json(indent=1)
+            cache.append((message, "  " + text.replace("\n", "\n  ")))  # nested two levels deep
+        shell = trajectory.model_copy(update={"messages": []}).model_dump_json(indent=1)
+        head, marker, tail = shell.partition(self._MARKER)
+        if not marker:  # defensive: an unexpected layout falls back to the plain encoding
+            return dump_trajectory(trajectory)
+        body = ",\n".join(text for _, text in cache)
+        return (head + '\n "messages": [\n' + body + "\n ],\n" + tail).encode("utf-8") + b"\n"
+
+
+def save_trajectory(
+    trajectory: Trajectory, path: str | os.PathLike[str], encoder: TrajectoryEncoder | None = None
+) -> None:
+    """Atomically save `trajectory` to `path` as a private (0600) file. Raises SaveError.
+
+    `encoder` (optional) makes repeated saves of one growing trajectory cheaper; the bytes are the same.
+    """
     if _injected_failure():
         raise SaveError(f"injected save failure ({FAULT_ENV})")
-    write_private_atomic(Path(path), dump_trajectory(trajectory))
+    data = encoder.encode(trajectory) if encoder is not None else dump_trajectory(trajectory)
+    write_private_atomic(Path(path), data)
 
 
 def read_bounded(path: str | os.PathLike[str], max_bytes: int = MAX_TRAJECTORY_BYTES) -> bytes:

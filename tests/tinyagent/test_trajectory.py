@@ -252,3 +252,38 @@ def test_round_trip_property(
     path = tmp_path / "prop.json"
     save_trajectory(traj, path)
     assert load_trajectory(path) == traj
+
+
+_odd_text = st.text(alphabet=st.sampled_from(["a", '"', "\\", "\n", "\t", "é", "💡", "\x00", "]", "{", " "]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    contents=st.lists(_odd_text, min_size=0, max_size=6),
+    state=st.one_of(st.none(), st.dictionaries(st.text(max_size=3), st.lists(st.integers(), max_size=3))),
+    task=_odd_text,
+)
+def test_incremental_encoder_is_byte_identical_to_a_full_dump(contents, state, task) -> None:
+    from tinyagent.storage import TrajectoryEncoder
+
+    encoder = TrajectoryEncoder()
+    traj = sample(0)
+    traj.task = task
+    assert encoder.encode(traj) == dump_trajectory(traj)
+    for index, text in enumerate(contents):  # the history grows as in a run; every save re-checked
+        call_id = f"c{index}"
+        traj.messages.append(
+            Message(
+                role="assistant",
+                content=text,
+                tool_calls=[ToolCall(id=call_id, name="bash", arguments=text)],
+                provider_state={"p": state} if state is not None else None,
+            )
+        )
+        traj.messages.append(Message(role="tool", content=text, tool_call_id=call_id, name="bash"))
+        traj.totals.steps += 1
+        assert encoder.encode(traj) == dump_trajectory(traj)
+    other = sample(2, content="other")  # a different history: nothing stale is reused
+    assert encoder.encode(other) == dump_trajectory(other)
+    empty = traj.model_copy(update={"messages": []})
+    assert encoder.encode(empty) == dump_trajectory(empty)

@@ -59,10 +59,10 @@ def check_pairing(messages: Sequence[Message], provider: str) -> None:
         turn_index = None
         if message.role == "assistant" and message.tool_calls:
             ids = [call.id for call in message.tool_calls]
-            duplicates = sorted({i for i in ids if ids.count(i) > 1})
-            if duplicates:
+            if len(ids) > 1 and len(set(ids)) != len(ids):
+                duplicates = sorted({i for i in ids if ids.count(i) > 1})
                 raise fail(f"message {index}: duplicate tool call id(s) {', '.join(map(repr, duplicates))}")
-            if any(not i for i in ids):
+            if "" in ids:
                 raise fail(f"message {index}: a tool call has an empty id")
             open_ids = ids
             turn_index = index
