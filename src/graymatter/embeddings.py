@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .config import MemoryConfig
 from .errors import EmbeddingError
+from .numeric import load_numpy
 from .retrieval.query import STOP_WORDS, tokenize
 
 OLLAMA_PROBE_TIMEOUT_S = 0.5
@@ -176,6 +177,7 @@ class OnnxEmbedder:
 
     def __init__(self, model_path: str, tokenizer_path: str, max_tokens: int = 256) -> None:
         try:
+            load_numpy()  # onnxruntime imports numpy: keep BLAS single-threaded as everywhere else
             import onnxruntime
             from tokenizers import Tokenizer
         except ImportError as exc:
@@ -199,7 +201,7 @@ class OnnxEmbedder:
         self.model_id = f"onnx:{Path(model_path).stem}-{digest}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        import numpy as np
+        np = load_numpy()
 
         if not texts:
             return []

@@ -192,3 +192,36 @@ def test_local_onnx_model_gives_semantic_vectors(make_memory: Callable[..., Memo
     cat, _ = memory.remember_many("a", ["The cat sits on the mat", "Quarterly revenue grew five percent"])
     hits = memory.recall_explain("a", "a kitten resting on a rug", weights=VECTOR_ONLY)
     assert hits[0].id == cat.id and hits[0].ranks.vector_rank == 1
+
+
+def test_numpy_is_loaded_with_single_threaded_blas_unless_configured(tmp_path: Path) -> None:
+    code = (
+        "import os, sys\n"
+        "from graymatter import Memory\n"
+        "from graymatter.config import MemoryConfig\n"
+        "from graymatter.embeddings import HashingEmbedder\n"
+        "assert 'numpy' not in sys.modules\n"
+        "with Memory(sys.argv[1], config=MemoryConfig(), embedder=HashingEmbedder(32)) as memory:\n"
+        "    memory.remember('a', 'vector fact')\n"
+        "    memory.recall('a', 'vector fact')\n"
+        "print(os.environ.get('OPENBLAS_NUM_THREADS'), os.environ.get('MKL_NUM_THREADS'))\n"
+    )
+    clean = {k: v for k, v in hermetic_env().items() if k not in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+    default = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "s1")],
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert default.returncode == 0, default.stderr
+    assert default.stdout.split() == ["1", "1"]
+    chosen = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "s2")],
+        env=hermetic_env(OPENBLAS_NUM_THREADS="2"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert chosen.returncode == 0, chosen.stderr
+    assert chosen.stdout.split()[0] == "2"  # an explicit setting always wins

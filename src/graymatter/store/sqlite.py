@@ -26,6 +26,7 @@ from typing import Any, TypeVar, get_args
 from ..errors import CorruptDatabase, CorruptRecord, SchemaTooNew, StorageError, StoreUnavailable
 from ..fsutil import FILE_MODE, ensure_private_dir
 from ..models import Checkpoint, Fact, Interface, Link, MemoryStats, Provenance
+from ..numeric import load_numpy
 from .base import ScoredId, Vector
 
 DB_FILENAME = "graymatter.db"
@@ -1012,7 +1013,7 @@ class SQLiteStore:
 
     # -- vectors -----------------------------------------------------------------------------------
     def _put_vector(self, c: sqlite3.Connection, rowid: int, fact: Fact, vector: Vector) -> None:
-        import numpy as np
+        np = load_numpy()
 
         array = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(array))
@@ -1090,7 +1091,7 @@ class SQLiteStore:
         return self._write(work) if items else 0
 
     def _vector_matrix(self, c: sqlite3.Connection, agent_id: str) -> _VectorCache:
-        import numpy as np
+        np = load_numpy()
 
         rows = c.execute(
             "SELECT key, value FROM meta WHERE key IN (?, ?)",
@@ -1147,7 +1148,7 @@ class SQLiteStore:
         limit: int,
         confidences: Sequence[str] | None = None,
     ) -> list[ScoredId]:
-        import numpy as np
+        np = load_numpy()
 
         if not agent_ids or limit <= 0 or confidences == []:
             return []
