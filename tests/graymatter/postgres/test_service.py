@@ -256,3 +256,32 @@ def test_unreachable_database_fails_fast_on_one_line_without_the_password(tmp_pa
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1
     assert "cannot connect to PostgreSQL" in done.stderr and "hunter2secret" not in done.stderr
+
+
+def test_sigterm_finishes_the_request_in_flight(tmp_path: Path, servers: list[Server]) -> None:
+    """A request whose body is still arriving when SIGTERM lands is completed and acknowledged."""
+    import signal as signals
+    from urllib.parse import urlsplit
+
+    store = tmp_path / "store"
+    server = start_server(str(store), tmp_path / "s")
+    servers.append(server)
+    address = urlsplit(server.url)
+    body = json.dumps({"agent_id": "inflight", "text": "written while shutting down"}).encode()
+    head = (
+        f"POST /remember HTTP/1.1\r\nHost: {address.netloc}\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    with socket.create_connection((address.hostname, address.port), timeout=30) as conn:
+        conn.sendall(head + body[:10])
+        time.sleep(0.5)  # the server has parsed the headers: the request is in flight
+        server.process.send_signal(signals.SIGTERM)
+        time.sleep(0.5)
+        conn.sendall(body[10:])
+        response = b""
+        while chunk := conn.recv(65536):
+            response += chunk
+    assert response.startswith(b"HTTP/1.1 201"), response[:200]
+    assert server.process.wait(30) in (0, -signals.SIGTERM)
+    with Memory(store, embedder=None) as memory:
+        assert [f.text for f in memory.list("inflight")] == ["written while shutting down"]
