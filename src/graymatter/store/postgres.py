@@ -25,7 +25,10 @@ thousand words.
 
 Vectors live in ``gm_vectors`` (pgvector, cosine) with an HNSW index built for the dimension of the
 current embedding model; searches use pgvector's iterative index scan in strict order so that namespace
-and confidence filters never starve the result list.
+and confidence filters do not starve the result list. Unlike SQLite's exact numpy scan this is an
+approximate search: pgvector stops after ``hnsw.max_scan_tuples`` (20,000) candidates, so a namespace
+holding a tiny share of a very large store can get fewer than ``limit`` vector candidates (keyword and
+recency candidates are unaffected).
 """
 
 from __future__ import annotations
