@@ -31,6 +31,7 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
 from __future__ import annotations
 
 import contextlib
+import functools
 import queue
 import signal
 import threading
@@ -358,17 +359,28 @@ class Agent:
     def _checkpoint(self, traj: Trajectory) -> bool:
         """Save a Running checkpoint; False means the run must stop (resume mode only).
 
-        In fresh mode (`overlap_saves`) the write runs in the save worker on a snapshot, overlapping the
-        next model request; `_finish_pending_save` waits for it before any tool runs and before any
+        In fresh mode (`overlap_saves`) the trajectory is encoded now (or, for a plain save callable,
+        snapshotted) and the durable write runs in the save worker, overlapping the next model request; `_finish_pending_save` waits for it before any tool runs and before any
         other save, so no tool effect ever precedes the durable checkpoint of the turn before it.
         """
         self._stamp(traj)
         if self.save is not None and self.overlap_saves and not self.stop_on_save_failure:
             self._finish_pending_save()
             self.saves += 1
+            encode, write = getattr(self.save, "encode", None), getattr(self.save, "write", None)
+            if callable(encode) and callable(write):
+                # Encoding here, not in the worker, keeps the worker off the GIL while this thread
+                # builds and sends the next request; the worker only does the durable write.
+                try:
+                    job = functools.partial(write, encode(traj))
+                except Exception as exc:
+                    self._report_save_failure(exc)
+                    return True
+            else:
+                job = functools.partial(self.save, _snapshot(traj))
             if self._worker is None:
-                self._worker = _SaveWorker(self.save)
-            self._worker.submit(_snapshot(traj))
+                self._worker = _SaveWorker()
+            self._worker.submit(job)
             self._pending = True
             return True
         ok = self._save(traj)
@@ -430,21 +442,20 @@ class Agent:
 
 
 class _SaveWorker:
-    """One daemon thread writing the checkpoints handed to it, in order, one at a time.
+    """One daemon thread running the checkpoint writes handed to it, in order, one at a time.
 
     Long-lived so that handing over a checkpoint costs a queue put, not a thread start (which waits
     for the new thread to be scheduled and then for the GIL to come back).
     """
 
-    def __init__(self, save: SaveFn) -> None:
-        self._save = save
-        self._jobs: queue.SimpleQueue[Trajectory | None] = queue.SimpleQueue()
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
         self._results: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._serve, name="tinyagent-save", daemon=True)
         self._thread.start()
 
-    def submit(self, snapshot: Trajectory) -> None:
-        self._jobs.put(snapshot)
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
 
     def result(self) -> BaseException | None:
         """Wait for the oldest submitted save; its exception, or None when it succeeded."""
@@ -456,11 +467,11 @@ class _SaveWorker:
 
     def _serve(self) -> None:
         while True:
-            snapshot = self._jobs.get()
-            if snapshot is None:
+            job = self._jobs.get()
+            if job is None:
                 return
             try:
-                self._save(snapshot)
+                job()
             except BaseException as exc:  # reported by the main thread; never lost
                 self._results.put(exc)
             else:

@@ -124,18 +124,17 @@ def execute(
 ) -> int:
     """Run `trajectory` to its end saving to `output_path`; print summary and answer; return the exit code."""
     from tinyagent.loop import Agent
-    from tinyagent.storage import TrajectoryEncoder, save_trajectory
+    from tinyagent.storage import TrajectoryFile
     from tinyagent.tools import Toolbox
     from tinyagent.trajectory import ExitStatus
 
     path = os.fspath(output_path)
-    encoder = TrajectoryEncoder()  # each checkpoint re-encodes only the messages added since the last
     toolbox = Toolbox(settings.cwd, timeout=settings.tool_timeout, output_cap=settings.output_cap)
     agent = Agent(
         provider,
         toolbox,
         stream=settings.stream,
-        save=lambda traj: save_trajectory(traj, path, encoder),
+        save=TrajectoryFile(path),
         reporter=reporter,
         stop_on_save_failure=stop_on_save_failure,
     )

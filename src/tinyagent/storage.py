@@ -66,11 +66,11 @@ def write_private_atomic(path: Path, data: bytes) -> None:
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             st = None
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # only when it may be missing
         if st is not None and stat.S_ISLNK(st.st_mode):
             raise SaveError(f"refusing to write through a symlink: {path}")
         if st is not None and not stat.S_ISREG(st.st_mode):
@@ -154,6 +154,30 @@ class TrajectoryEncoder:
             return dump_trajectory(trajectory)
         body = ",\n".join(text for _, text in cache)
         return (head + '\n "messages": [\n' + body + "\n ],\n" + tail).encode("utf-8") + b"\n"
+
+
+class TrajectoryFile:
+    """The agent's `save` for one output file: `file(trajectory)` saves atomically (SaveError).
+
+    The two halves are also offered separately so the agent can encode in its own thread (CPU work,
+    no contention) and leave only the durable write to its save worker: `write(encode(t))` is
+    exactly `file(t)`. Repeated saves of the growing trajectory reuse a `TrajectoryEncoder`.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._encoder = TrajectoryEncoder()
+
+    def encode(self, trajectory: Trajectory) -> bytes:
+        return self._encoder.encode(trajectory)
+
+    def write(self, data: bytes) -> None:
+        if _injected_failure():
+            raise SaveError(f"injected save failure ({FAULT_ENV})")
+        write_private_atomic(self.path, data)
+
+    def __call__(self, trajectory: Trajectory) -> None:
+        self.write(self.encode(trajectory))
 
 
 def save_trajectory(
