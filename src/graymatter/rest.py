@@ -196,8 +196,17 @@ def _recall(memory: Any, query: RecallQuery) -> RecallResponse:
 
 
 def _facts(memory: Any, query: FactsQuery) -> FactsResponse:
-    facts = memory.list(query.agent_id, include_superseded=query.include_superseded)
-    return FactsResponse(facts=list(reversed(facts))[: query.limit])
+    raw = memory.memory if isinstance(memory, ScopedMemory) else memory
+    latest = getattr(raw.store, "latest_facts", None)
+    if latest is None:  # the embedded store lists everything; newest first, cut here
+        facts = memory.list(query.agent_id, include_superseded=query.include_superseded)
+        return FactsResponse(facts=list(reversed(facts))[: query.limit])
+    from .access import require
+    from .validation import agent_id as valid_agent_id
+
+    agent = valid_agent_id(query.agent_id, raw.config.max_agent_id_chars)
+    require(agent, write=False)
+    return FactsResponse(facts=latest(agent, query.limit, include_superseded=query.include_superseded))
 
 
 def _revise(memory: Any, body: ReviseRequest) -> Revision:

@@ -735,6 +735,18 @@ class PostgresStore:
         rows = self._read(lambda c: c.execute(query, params).fetchall())
         return [self._fact(r) for r in rows]
 
+    def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
+        """The newest ``limit`` facts of one agent, newest first (bounded; for listing endpoints)."""
+        live = "" if include_superseded else " AND superseded_by IS NULL"
+        rows = self._read(
+            lambda c: c.execute(
+                f"SELECT {self._FACT_COLUMNS} FROM gm_facts WHERE agent_id = %s AND kind = 'fact'{live}"
+                " ORDER BY created_at DESC, id DESC LIMIT %s",
+                (agent_id, limit),
+            ).fetchall()
+        )
+        return [self._fact(r) for r in rows]
+
     def iter_facts(self, batch: int = 5000) -> Iterator[Fact]:
         """Every fact of every kind, oldest first, streamed in batches (used by migrate)."""
         last: tuple[datetime, str] | None = None
