@@ -258,16 +258,16 @@ def _median_runs(cmd: list[str], env: dict[str, str], cwd: Path, repeats: int, w
     return statistics.median(_timed(cmd, env, cwd) for _ in range(repeats))
 
 
-def _median_of(fn: Any, repeats: int) -> float:
+def _samples_of(fn: Any, repeats: int) -> list[float]:
     samples = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+    return samples
 
 
-def _bash_true_floor(repeats: int) -> float:
+def _bash_true_floor(repeats: int) -> list[float]:
     """Spawning the step's command the way both agents do: `bash -c true`, own session, piped output."""
 
     def spawn() -> None:
@@ -280,10 +280,10 @@ def _bash_true_floor(repeats: int) -> float:
         )
         proc.communicate()
 
-    return _median_of(spawn, repeats)
+    return _samples_of(spawn, repeats)
 
 
-def _durable_write_floor(directory: Path, repeats: int) -> float:
+def _durable_write_floor(directory: Path, repeats: int) -> list[float]:
     """One durable atomic replace of a 10 kB file: write, fsync, rename, fsync the directory.
 
     tinyagent makes every turn durable by design (the issue requires atomic, fsynced saves; the write
@@ -307,7 +307,7 @@ def _durable_write_floor(directory: Path, repeats: int) -> float:
         finally:
             os.close(dfd)
 
-    return _median_of(write, repeats)
+    return _samples_of(write, repeats)
 
 
 def run_agent(agent: Agent, stubs: ModuleType, work_steps: int, run_dir: Path) -> dict[str, Any]:
@@ -365,16 +365,16 @@ def run(quick: bool) -> dict[str, Any]:
     if venv is not None:
         agents.append(MiniSweAgent(workdir, venv))
 
-    floor = _bash_true_floor(repeats * 5)
-    durable = _durable_write_floor(base, repeats * 5)
+    # The floors are sampled before every agent run (interleaved like the runs themselves), so they
+    # see the same machine load as the steps they are subtracted from.
+    floor_samples = _bash_true_floor(repeats * 2)
+    durable_samples = _durable_write_floor(base, repeats * 2)
     python_floor = _median_runs([sys.executable, "-c", "pass"], os.environ.copy(), workdir, repeats)
     results: dict[str, Any] = {
         "mini": mini_note,
         "work_steps_per_run": work_steps,
         "runs_per_agent": runs,
         "python_startup_ms": _ms(python_floor),
-        "bash_true_floor_ms": _ms(floor),
-        "durable_write_floor_ms": _ms(durable),
         "agents": {},
     }
     entries: dict[str, dict[str, Any]] = {}
@@ -394,7 +394,13 @@ def run(quick: bool) -> dict[str, Any]:
     samples: dict[str, list[dict[str, Any]]] = {agent.name: [] for agent in agents}
     for i in range(runs):
         for number, agent in enumerate(agents):
+            floor_samples += _bash_true_floor(repeats)
+            durable_samples += _durable_write_floor(base, repeats)
             samples[agent.name].append(run_agent(agent, stubs, work_steps, base / f"agent{number}-run{i}"))
+    floor = statistics.median(floor_samples)
+    results["bash_true_floor_ms"] = _ms(floor)
+    results["bash_true_floor_samples"] = len(floor_samples)
+    results["durable_write_floor_ms"] = _ms(statistics.median(durable_samples))
     for agent in agents:
         runs_of = samples[agent.name]
         walls = [w for s in runs_of for w in s["step_wall_s"]]
@@ -446,7 +452,7 @@ def run(quick: bool) -> dict[str, Any]:
     ]
     table = print_table(
         "Agent harness overhead per step = step wall - fixture service - `bash -c true` floor "
-        f"({results['bash_true_floor_ms']} ms, bare process, same run); python -c pass "
+        f"({results['bash_true_floor_ms']} ms, bare process, sampled between the runs); python -c pass "
         f"{results['python_startup_ms']} ms; one durable 10 kB write {results['durable_write_floor_ms']} ms",
         headers,
         rows,
