@@ -360,8 +360,9 @@ class Agent:
         """Save a Running checkpoint; False means the run must stop (resume mode only).
 
         In fresh mode (`overlap_saves`) the trajectory is encoded now (or, for a plain save callable,
-        snapshotted) and the durable write runs in the save worker, overlapping the next model request; `_finish_pending_save` waits for it before any tool runs and before any
-        other save, so no tool effect ever precedes the durable checkpoint of the turn before it.
+        snapshotted) and the durable write runs in the save worker, overlapping the next model
+        request; `_finish_pending_save` waits for it before any tool runs and before any other save,
+        so no tool effect ever precedes the durable checkpoint of the turn before it.
         """
         self._stamp(traj)
         if self.save is not None and self.overlap_saves and not self.stop_on_save_failure:

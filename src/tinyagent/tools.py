@@ -477,7 +477,11 @@ def _collect(proc: subprocess.Popen[bytes], output: _CappedOutput, timeout: floa
                     else:
                         eof = True
                         poller.unregister(fd)
-                elif ready == pidfd:
+                        if not exited and proc.poll() is not None:  # usually gone already: skip a poll
+                            exited = True
+                            if pidfd is not None:
+                                poller.unregister(pidfd)
+                elif ready == pidfd and not exited:
                     proc.wait()
                     exited = True
                     poller.unregister(pidfd)
