@@ -314,3 +314,57 @@ def test_compressed_bodies_are_decoded_in_any_chunking(encoding):
         decoder = _Decoder(encoding)
         out = b"".join(decoder.feed(packed[i : i + size]) for i in range(0, len(packed), size))
         assert out == raw
+
+
+def test_an_idle_connection_closed_by_the_server_is_replaced_without_a_retry(sleeps):
+    # A keep-alive server that closes each connection shortly after answering (as real servers do
+    # after their idle timeout): the next request must notice before sending and reconnect, so no
+    # request is lost, retried or delayed by a backoff.
+    import socket
+    import threading
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    connections: list[int] = []
+    body = json.dumps({"ok": True}).encode()
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, address = listener.accept()
+            connections.append(address[1])
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, rest = data.partition(b"\r\n\r\n")
+                length = int(
+                    next(
+                        h.split(b":")[1]
+                        for h in head.split(b"\r\n")
+                        if h.lower().startswith(b"content-length")
+                    )
+                )
+                while len(rest) < length:
+                    rest += conn.recv(65536)
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                time.sleep(0.05)  # idle timeout, then the server closes its side
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    client = HttpClient(provider="p", headers={}, sleep=sleeps)
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    try:
+        assert client.post_json(url, CHAT_BODY) == {"ok": True}
+        time.sleep(0.2)  # the server has closed the idle connection by now
+        assert client.post_json(url, CHAT_BODY) == {"ok": True}
+    finally:
+        client.close()
+        server.join(timeout=5)
+        listener.close()
+    assert len(connections) == 2 and connections[0] != connections[1]
+    assert sleeps == []
