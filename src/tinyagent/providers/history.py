@@ -24,6 +24,7 @@ from tinyagent.types import Message, ToolCall
 
 __all__ = [
     "ANTHROPIC_ID_PATTERN",
+    "PairingChecker",
     "WireIds",
     "anthropic_safe_id",
     "arguments_object",
@@ -38,36 +39,63 @@ ANTHROPIC_ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 
 def check_pairing(messages: Sequence[Message], provider: str) -> None:
     """Refuse a history whose tool calls and results do not pair up within each assistant turn."""
-
-    def fail(reason: str) -> ProviderRequestError:
-        return ProviderRequestError(f"{provider}: conversation history is invalid: {reason}")
-
-    open_ids: list[str] = []
-    turn_index: int | None = None
+    checker = PairingChecker(provider)
     for index, message in enumerate(messages):
+        checker.feed(index, message)
+    checker.finish()
+
+
+class PairingChecker:
+    """`check_pairing` one message at a time, with a resumable state (for incremental encoders).
+
+    `state()` after feeding messages[:k] and `PairingChecker(provider, state)` continue exactly
+    where that left off; `finish()` checks the end of the history without changing the state.
+    """
+
+    def __init__(self, provider: str, state: tuple[tuple[str, ...], int | None] = ((), None)) -> None:
+        self._provider = provider
+        self._open: list[str] = list(state[0])
+        self._turn: int | None = state[1]
+
+    def state(self) -> tuple[tuple[str, ...], int | None]:
+        return tuple(self._open), self._turn
+
+    def _fail(self, reason: str) -> ProviderRequestError:
+        return ProviderRequestError(f"{self._provider}: conversation history is invalid: {reason}")
+
+    def feed(self, index: int, message: Message) -> None:
+        open_ids = self._open
         if message.role == "tool":
             call_id = message.tool_call_id
-            if turn_index is None or call_id not in open_ids:
-                raise fail(
+            if self._turn is None or call_id not in open_ids:
+                raise self._fail(
                     f"message {index}: tool result for call {call_id!r} has no matching call in the "
                     "preceding assistant turn"
                 )
             open_ids.remove(call_id)
-            continue
+            return
         if open_ids:
-            raise fail(f"message {turn_index}: tool call(s) {', '.join(map(repr, open_ids))} have no result")
-        turn_index = None
+            raise self._fail(
+                f"message {self._turn}: tool call(s) {', '.join(map(repr, open_ids))} have no result"
+            )
+        self._turn = None
         if message.role == "assistant" and message.tool_calls:
             ids = [call.id for call in message.tool_calls]
             if len(ids) > 1 and len(set(ids)) != len(ids):
                 duplicates = sorted({i for i in ids if ids.count(i) > 1})
-                raise fail(f"message {index}: duplicate tool call id(s) {', '.join(map(repr, duplicates))}")
+                raise self._fail(
+                    f"message {index}: duplicate tool call id(s) {', '.join(map(repr, duplicates))}"
+                )
             if "" in ids:
-                raise fail(f"message {index}: a tool call has an empty id")
-            open_ids = ids
-            turn_index = index
-    if open_ids:
-        raise fail(f"message {turn_index}: tool call(s) {', '.join(map(repr, open_ids))} have no result")
+                raise self._fail(f"message {index}: a tool call has an empty id")
+            self._open = ids
+            self._turn = index
+
+    def finish(self) -> None:
+        if self._open:
+            raise self._fail(
+                f"message {self._turn}: tool call(s) {', '.join(map(repr, self._open))} have no result"
+            )
 
 
 def anthropic_safe_id(call_id: str) -> str:

@@ -23,7 +23,7 @@ from tinyagent.providers.fields import (
     text_field,
     token_field,
 )
-from tinyagent.providers.history import check_pairing, distinct_call_ids, wire_arguments
+from tinyagent.providers.history import PairingChecker, check_pairing, distinct_call_ids, wire_arguments
 from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
@@ -84,7 +84,8 @@ class OpenAIChatProvider:
             sleep=sleep,
         )
 
-        self._encoded: list[tuple[Message, str]] = []  # see request_payload
+        # see request_payload: (message, its JSON, the pairing state after it)
+        self._encoded: list[tuple[Message, str, tuple[tuple[str, ...], int | None]]] = []
         self._encoded_tools: tuple[list[ToolSpec], str] = ([], "")
 
     def close(self) -> None:
@@ -117,20 +118,26 @@ class OpenAIChatProvider:
         history is simply encoded afresh. Chat Completions puts stored ids on the wire unchanged, so
         a message's wire form depends on that message alone.
         """
-        check_pairing(messages, self.name)
         cache = self._encoded
         keep = 0
         limit = min(len(cache), len(messages))
         while keep < limit and cache[keep][0] is messages[keep]:
             keep += 1
         del cache[keep:]
-        for message in messages[keep:]:
-            cache.append((message, json.dumps(self._wire_message(message), ensure_ascii=False)))
+        # The pairing check (as check_pairing) resumes after the reused prefix: each entry keeps the
+        # checker state after its message, and a message enters the cache only once it passed.
+        checker = PairingChecker(self.name, cache[keep - 1][2] if keep else ((), None))
+        for index in range(keep, len(messages)):
+            message = messages[index]
+            checker.feed(index, message)
+            text = json.dumps(self._wire_message(message), ensure_ascii=False)
+            cache.append((message, text, checker.state()))
+        checker.finish()
         parts = [
             '{"model": ',
             json.dumps(self.model, ensure_ascii=False),
             ', "messages": [',
-            ", ".join(text for _, text in cache),
+            ", ".join(entry[1] for entry in cache),
             '], "stream": ',
             "true" if stream else "false",
         ]

@@ -138,6 +138,17 @@ def test_every_broken_pairing_is_refused_by_every_adapter(adapters, history):
     for _, adapter in adapters:
         with pytest.raises(ProviderRequestError, match="conversation history is invalid"):
             adapter.build_request(history, TOOLS, stream=False)
+    # The chat adapter's incremental check refuses it with check_pairing's exact message, also
+    # after a valid prefix of it was encoded (and the cache is reused).
+    chat = next(adapter for wire, adapter in adapters if wire == "chat")
+    with pytest.raises(ProviderRequestError) as expected:
+        check_pairing(history, chat.name)
+    for cut in (0, len(history) // 2, len(history)):
+        if _paired(history[:cut]):
+            chat.request_payload(history[:cut], TOOLS, stream=False)
+        with pytest.raises(ProviderRequestError) as refused:
+            chat.request_payload(history, TOOLS, stream=False)
+        assert str(refused.value) == str(expected.value)
 
 
 def _paired(history: list[Message]) -> bool:
