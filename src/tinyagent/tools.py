@@ -339,8 +339,7 @@ class Toolbox:
     # -- tools ----------------------------------------------------------------------------------
     def _bash(self, arguments: dict[str, Any]) -> ToolResult:
         command = self._str(arguments, "command", allow_empty=False)
-        env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
-        env.update(EXTRA_ENV)
+        env = _command_environment()
         if self._interrupted:
             return ToolResult("error: not executed: the run was interrupted", True)
         try:
@@ -493,6 +492,24 @@ def _collect(proc: subprocess.Popen[bytes], output: _CappedOutput, timeout: floa
     if not exited:
         proc.wait()
     return timed_out, lingering
+
+
+_SCRUBBED_ENV_B = frozenset(os.fsencode(name) for name in SCRUBBED_ENV)
+_EXTRA_ENV_B = {os.fsencode(k): os.fsencode(v) for k, v in EXTRA_ENV.items()}
+
+
+def _command_environment() -> dict[Any, Any]:
+    """This process's environment minus provider credentials, plus EXTRA_ENV, read now.
+
+    Taken as bytes where the platform keeps them (no decode here, no re-encode in Popen).
+    """
+    if os.supports_bytes_environ:
+        env: dict[Any, Any] = {k: v for k, v in os.environb.items() if k not in _SCRUBBED_ENV_B}
+        env.update(_EXTRA_ENV_B)
+        return env
+    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
+    env.update(EXTRA_ENV)
+    return env
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
