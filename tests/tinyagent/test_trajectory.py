@@ -287,3 +287,7 @@ def test_incremental_encoder_is_byte_identical_to_a_full_dump(contents, state, t
     assert encoder.encode(other) == dump_trajectory(other)
     empty = traj.model_copy(update={"messages": []})
     assert encoder.encode(empty) == dump_trajectory(empty)
+    traj.tools = traj.tools[:2]  # other tools, model and status: nothing cached goes stale
+    traj.model = "other-model"
+    traj.exit_status = ExitStatus.SUBMITTED
+    assert encoder.encode(traj) == dump_trajectory(traj)
