@@ -210,36 +210,45 @@ def fts_match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + _fts_safe(term) + '"' for term in terms)
 
 
-def validate_database_file(path: Path) -> None:
+def validate_database_file(path: Path, settle_attempts: int = 5, settle_s: float = 0.05) -> None:
     """Refuse a file that is not a complete SQLite database, without modifying it.
 
     Checks the magic bytes, the page size, that the file holds whole pages and that it is not shorter
     than the page count its header declares (a truncated copy). An empty file is a new database.
+
+    A checkpoint in another process writes page 1 (with the new page count) before the pages that extend
+    the file, so a size mismatch is re-read a few times before the file is called truncated.
     """
-    try:
-        size = path.stat().st_size
-        if size == 0:
-            return
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-    except OSError as exc:
-        raise StoreUnavailable(f"cannot read database file {path}: {exc.strerror or exc}") from None
     hint = "move it aside or restore a backup; it was not modified"
-    if len(header) < 100 or header[:16] != _SQLITE_MAGIC:
-        raise CorruptDatabase(f"{path} is not a graymatter database (not SQLite, or damaged header); {hint}")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65_536 if page_size == 1 else page_size
-    if page_size < 512 or page_size & (page_size - 1):
-        raise CorruptDatabase(f"{path} has a damaged header (page size {page_size}); {hint}")
-    if size % page_size:
-        raise CorruptDatabase(f"{path} is truncated ({size} bytes is not a whole number of pages); {hint}")
-    change_counter = int.from_bytes(header[24:28], "big")
-    valid_for = int.from_bytes(header[92:96], "big")
-    declared_pages = int.from_bytes(header[28:32], "big")
-    if change_counter == valid_for and declared_pages and declared_pages * page_size > size:
-        raise CorruptDatabase(
-            f"{path} is truncated ({size} bytes, header declares {declared_pages * page_size}); {hint}"
-        )
+    for attempt in range(settle_attempts):
+        try:
+            size = path.stat().st_size
+            if size == 0:
+                return
+            with open(path, "rb") as handle:
+                header = handle.read(100)
+        except OSError as exc:
+            raise StoreUnavailable(f"cannot read database file {path}: {exc.strerror or exc}") from None
+        if len(header) < 100 or header[:16] != _SQLITE_MAGIC:
+            raise CorruptDatabase(
+                f"{path} is not a graymatter database (not SQLite, or damaged header); {hint}"
+            )
+        page_size = int.from_bytes(header[16:18], "big")
+        page_size = 65_536 if page_size == 1 else page_size
+        if page_size < 512 or page_size & (page_size - 1):
+            raise CorruptDatabase(f"{path} has a damaged header (page size {page_size}); {hint}")
+        change_counter = int.from_bytes(header[24:28], "big")
+        valid_for = int.from_bytes(header[92:96], "big")
+        declared = int.from_bytes(header[28:32], "big") * page_size
+        if size % page_size:
+            problem = f"{size} bytes is not a whole number of pages"
+        elif change_counter == valid_for and declared > size:
+            problem = f"{size} bytes, header declares {declared}"
+        else:
+            return
+        if attempt + 1 < settle_attempts:
+            time.sleep(settle_s)
+    raise CorruptDatabase(f"{path} is truncated ({problem}); {hint}")
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
