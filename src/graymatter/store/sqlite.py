@@ -216,8 +216,8 @@ def validate_database_file(path: Path, settle_attempts: int = 5, settle_s: float
     Checks the magic bytes, the page size, that the file holds whole pages and that it is not shorter
     than the page count its header declares (a truncated copy). An empty file is a new database.
 
-    A checkpoint in another process writes page 1 (with the new page count) before the pages that extend
-    the file, so a size mismatch is re-read a few times before the file is called truncated.
+    A checkpoint writes page 1 (with the new page count) before the pages that extend the file, so a
+    size mismatch is re-read a few times, and accepted while a non-empty WAL can still complete it.
     """
     hint = "move it aside or restore a backup; it was not modified"
     for attempt in range(settle_attempts):
@@ -243,6 +243,9 @@ def validate_database_file(path: Path, settle_attempts: int = 5, settle_s: float
         if size % page_size:
             problem = f"{size} bytes is not a whole number of pages"
         elif change_counter == valid_for and declared > size:
+            wal = path.with_name(path.name + "-wal")
+            if wal.exists() and wal.stat().st_size > 0:
+                return  # an unfinished checkpoint: the WAL still holds those pages and SQLite completes it
             problem = f"{size} bytes, header declares {declared}"
         else:
             return
