@@ -783,7 +783,9 @@ def run_resume(args: Any) -> int:
         f"provider {settings.provider}, model {settings.model}, cwd {settings.cwd}, "
         f"streaming {'on' if settings.stream else 'off'}"
     )
-    return execute(trajectory, settings, provider, plan.output, reporter, stop_on_save_failure=True)
+    return execute(
+        trajectory, settings, provider, plan.output, reporter, stop_on_save_failure=True, create_new=True
+    )
 
 
 def _one_line(text: str) -> str:

@@ -121,8 +121,13 @@ def execute(
     reporter: Reporter,
     *,
     stop_on_save_failure: bool = False,
+    create_new: bool = False,
 ) -> int:
-    """Run `trajectory` to its end saving to `output_path`; print summary and answer; return the exit code."""
+    """Run `trajectory` to its end saving to `output_path`; print summary and answer; return the exit code.
+
+    `create_new`: the first save creates `output_path` and fails rather than replace a file that appeared
+    since start-up (resume's "never overwrite the destination" rule, without a check-then-write race).
+    """
     from tinyagent.loop import Agent
     from tinyagent.storage import TrajectoryFile
     from tinyagent.tools import Toolbox
@@ -134,7 +139,7 @@ def execute(
         provider,
         toolbox,
         stream=settings.stream,
-        save=TrajectoryFile(path),
+        save=TrajectoryFile(path, create_new=create_new),
         reporter=reporter,
         stop_on_save_failure=stop_on_save_failure,
     )

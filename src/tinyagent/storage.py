@@ -58,11 +58,13 @@ def _injected_failure() -> bool:
     return threshold > 0 and _save_count >= threshold
 
 
-def write_private_atomic(path: Path, data: bytes) -> None:
+def write_private_atomic(path: Path, data: bytes, *, no_clobber: bool = False) -> None:
     """Atomically replace `path` with `data` (mode 0600); never follows a symlink at `path`.
 
     Missing parent directories are created with mode 0700. Raises SaveError on any failure,
-    leaving the previous file (if any) intact and no temporary file behind.
+    leaving the previous file (if any) intact and no temporary file behind. With `no_clobber`
+    the file is published with link(2), which fails if `path` exists (even if it appeared after
+    any earlier check), so an existing file is never replaced.
     """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
@@ -74,6 +76,8 @@ def write_private_atomic(path: Path, data: bytes) -> None:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # only when it may be missing
         if st is not None and stat.S_ISLNK(st.st_mode):
             raise SaveError(f"refusing to write through a symlink: {path}")
+        if st is not None and no_clobber:
+            raise SaveError(f"refusing to overwrite an existing file: {path}")
         if st is not None and not stat.S_ISREG(st.st_mode):
             raise SaveError(f"destination exists and is not a regular file: {path}")
     except SaveError:
@@ -97,7 +101,20 @@ def write_private_atomic(path: Path, data: bytes) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        if no_clobber:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise SaveError(f"refusing to overwrite an existing file: {path}") from None
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
+    except SaveError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     except OSError as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -195,9 +212,11 @@ class TrajectoryFile:
     exactly `file(t)`. Repeated saves of the growing trajectory reuse a `TrajectoryEncoder`.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, create_new: bool = False) -> None:
+        """`create_new`: the first write must create the file (it never replaces an existing one)."""
         self.path = Path(path)
         self._encoder = TrajectoryEncoder()
+        self._must_create = create_new
 
     def encode(self, trajectory: Trajectory) -> bytes:
         return self._encoder.encode(trajectory)
@@ -205,7 +224,8 @@ class TrajectoryFile:
     def write(self, data: bytes) -> None:
         if _injected_failure():
             raise SaveError(f"injected save failure ({FAULT_ENV})")
-        write_private_atomic(self.path, data)
+        write_private_atomic(self.path, data, no_clobber=self._must_create)
+        self._must_create = False
 
     def __call__(self, trajectory: Trajectory) -> None:
         self.write(self.encode(trajectory))
