@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from tinyagent.providers.adapter import HttpAdapter
 from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
 from tinyagent.providers.fields import index_field, mapping, text_field, token_field
 from tinyagent.providers.history import (
@@ -26,7 +27,7 @@ from tinyagent.providers.history import (
     distinct_call_ids,
     system_text,
 )
-from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
+from tinyagent.providers.http import RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
@@ -70,7 +71,7 @@ def default_max_tokens(model: str) -> int:
     return 4096 if any(name in model for name in legacy) else 8192
 
 
-class AnthropicProvider:
+class AnthropicProvider(HttpAdapter):
     """The Anthropic Messages endpoint."""
 
     def __init__(
@@ -99,18 +100,15 @@ class AnthropicProvider:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self._http = HttpClient(
-            provider=name,
+        self._open_http(
             headers=headers,
             timeout=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
+            retry=retry,
+            max_retries=max_retries,
             key_hint=key_hint,
             api_key=api_key,
             sleep=sleep,
         )
-
-    def close(self) -> None:
-        self._http.close()
 
     # request ---------------------------------------------------------------------------------
     def build_request(
@@ -180,24 +178,6 @@ class AnthropicProvider:
                 }
             )
         return blocks
-
-    # call ------------------------------------------------------------------------------------
-    def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        stream: bool,
-        on_text: Callable[[str], None] | None = None,
-    ) -> Completion:
-        body = self.build_request(messages, tools, stream=stream)
-        if not stream:
-            return self._parse(self._http.post_json(self.url, body))
-
-        def consume(events: Iterator[SSEEvent], progress: StreamProgress) -> Completion:
-            return self._consume(events, progress, on_text)
-
-        return self._http.post_sse(self.url, body, consume, on_json=self._parse)
 
     # response --------------------------------------------------------------------------------
     def _error(self, error: Any) -> ProviderError:

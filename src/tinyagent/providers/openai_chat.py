@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from tinyagent.providers.adapter import HttpAdapter
 from tinyagent.providers.base import ProviderConnectionError, ProviderProtocolError
 from tinyagent.providers.fields import (
     cost_field,
@@ -24,7 +25,7 @@ from tinyagent.providers.fields import (
     token_field,
 )
 from tinyagent.providers.history import PairingChecker, check_pairing, distinct_call_ids, wire_arguments
-from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
+from tinyagent.providers.http import RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
@@ -51,7 +52,7 @@ def chat_usage(raw: Mapping[str, Any] | None) -> Usage:
     )
 
 
-class OpenAIChatProvider:
+class OpenAIChatProvider(HttpAdapter):
     """A Chat Completions endpoint (`{base_url}/chat/completions`)."""
 
     def __init__(
@@ -74,11 +75,11 @@ class OpenAIChatProvider:
         headers = dict(extra_headers or {})
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self._http = HttpClient(
-            provider=name,
+        self._open_http(
             headers=headers,
             timeout=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
+            retry=retry,
+            max_retries=max_retries,
             key_hint=key_hint,
             api_key=api_key,
             sleep=sleep,
@@ -87,9 +88,6 @@ class OpenAIChatProvider:
         # see request_payload: (message, its JSON, the pairing state after it)
         self._encoded: list[tuple[Message, str, tuple[tuple[str, ...], int | None]]] = []
         self._encoded_tools: tuple[list[ToolSpec], str] = ([], "")
-
-    def close(self) -> None:
-        self._http.close()
 
     # request ---------------------------------------------------------------------------------
     def build_request(
@@ -176,24 +174,6 @@ class OpenAIChatProvider:
                         item[key] = state[key]
             return item
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content or ""}
-
-    # call ------------------------------------------------------------------------------------
-    def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        stream: bool,
-        on_text: Callable[[str], None] | None = None,
-    ) -> Completion:
-        body = self.request_payload(messages, tools, stream=stream)
-        if not stream:
-            return self._parse(self._http.post_json(self.url, body))
-
-        def consume(events: Iterator[SSEEvent], progress: StreamProgress) -> Completion:
-            return self._consume(events, progress, on_text)
-
-        return self._http.post_sse(self.url, body, consume, on_json=self._parse)
 
     # response --------------------------------------------------------------------------------
     def _embedded_error(self, error: Any) -> Exception:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from tinyagent.providers.adapter import HttpAdapter
 from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
 from tinyagent.providers.fields import index_field, mapping, sequence, text_field, token_field
 from tinyagent.providers.history import (
@@ -26,7 +27,7 @@ from tinyagent.providers.history import (
     system_text,
     wire_arguments,
 )
-from tinyagent.providers.http import HttpClient, RetryPolicy, StreamProgress, error_for_status
+from tinyagent.providers.http import RetryPolicy, StreamProgress, error_for_status
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
@@ -54,7 +55,7 @@ def responses_usage(raw: Mapping[str, Any] | None) -> Usage:
     )
 
 
-class ResponsesProvider:
+class ResponsesProvider(HttpAdapter):
     """A Responses API endpoint (OpenAI, or any server speaking it)."""
 
     def __init__(
@@ -81,18 +82,15 @@ class ResponsesProvider:
         headers = dict(extra_headers or {})
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self._http = HttpClient(
-            provider=name,
+        self._open_http(
             headers=headers,
             timeout=timeout,
-            retry=retry or RetryPolicy(max_retries=max_retries),
+            retry=retry,
+            max_retries=max_retries,
             key_hint=key_hint,
             api_key=api_key,
             sleep=sleep,
         )
-
-    def close(self) -> None:
-        self._http.close()
 
     # request ---------------------------------------------------------------------------------
     def build_request(
@@ -141,24 +139,6 @@ class ResponsesProvider:
         if self.encrypted_reasoning:
             body["include"] = ["reasoning.encrypted_content"]
         return body
-
-    # call ------------------------------------------------------------------------------------
-    def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        stream: bool,
-        on_text: Callable[[str], None] | None = None,
-    ) -> Completion:
-        body = self.build_request(messages, tools, stream=stream)
-        if not stream:
-            return self._parse(self._http.post_json(self.url, body))
-
-        def consume(events: Iterator[SSEEvent], progress: StreamProgress) -> Completion:
-            return self._consume(events, progress, on_text)
-
-        return self._http.post_sse(self.url, body, consume, on_json=self._parse)
 
     # response --------------------------------------------------------------------------------
     def _error(self, error: Any) -> ProviderError:
