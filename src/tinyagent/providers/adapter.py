@@ -8,6 +8,7 @@ Completion).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolSpec
 
 
-class HttpAdapter:
+class HttpAdapter(ABC):
     """Base of the Chat Completions, Anthropic Messages and Responses adapters."""
 
     name: str
@@ -49,10 +50,11 @@ class HttpAdapter:
         """Release the HTTP connection."""
         self._http.close()
 
+    @abstractmethod
     def build_request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
     ) -> dict[str, Any]:
-        raise NotImplementedError
+        """The exact request body for this history in the adapter's wire format."""
 
     def request_payload(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
@@ -60,16 +62,18 @@ class HttpAdapter:
         """The body to send; adapters may return pre-encoded JSON (same content as `build_request`)."""
         return self.build_request(messages, tools, stream=stream)
 
+    @abstractmethod
     def _parse(self, payload: Any) -> Completion:
-        raise NotImplementedError
+        """A whole (non-streamed) JSON response -> Completion."""
 
+    @abstractmethod
     def _consume(
         self,
         events: Iterator[SSEEvent],
         progress: StreamProgress,
         on_text: Callable[[str], None] | None,
     ) -> Completion:
-        raise NotImplementedError
+        """An SSE stream -> Completion."""
 
     def complete(
         self,
