@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint bench gate install clean
 
-$(STAMP): pyproject.toml
+SRC := packages/graymatter/src packages/tinyagent/src
+
+$(STAMP): pyproject.toml packages/graymatter/pyproject.toml packages/tinyagent/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e './packages/graymatter[postgres]' -e ./packages/tinyagent --group dev
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -20,7 +22,8 @@ demo: $(STAMP)
 
 ## Run every test: lint, the unit/integration suite, and the real-client release gate.
 test: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check $(SRC) tests benchmarks
+	$(VENV)/bin/mypy
 	$(PY) -m pytest -q -m "not gate"
 	$(MAKE) gate
 
@@ -29,8 +32,9 @@ gate: $(STAMP)
 	$(PY) -m pytest -q -m gate tests/gate
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check $(SRC) tests benchmarks
+	$(VENV)/bin/ruff format --check $(SRC) tests benchmarks
+	$(VENV)/bin/mypy
 
 ## Benchmarks: one command, prints tables, writes benchmarks/results/*.json.
 bench: $(STAMP)

@@ -98,7 +98,9 @@ def run(quick: bool) -> dict[str, Any]:
     command = graymatter_command()
     baseline: list[float] = []
     recall: list[float] = []
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO_ROOT / "src")], env=env, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "compileall", "-q", str(REPO_ROOT / "packages")], env=env, timeout=120
+    )
     _timed([sys.executable, "-c", "pass"], env)  # warm the page cache for both
     _timed([*command, "--dir", str(directory), "--quiet", "recall", AGENT, queries[-1]], env)
     for query in queries[:runs]:

@@ -203,7 +203,10 @@ def stopwatch() -> Iterator[Callable[[], float]]:
 def subprocess_env(**extra: str) -> dict[str, str]:
     """Environment for benchmark child processes: the current one, the repo on PYTHONPATH, plus ``extra``."""
     env = dict(os.environ)
-    paths = [str(REPO_ROOT), str(REPO_ROOT / "src")]
+    paths = [
+        str(REPO_ROOT),
+        *(str(REPO_ROOT / "packages" / wing / "src") for wing in ("graymatter", "tinyagent")),
+    ]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)

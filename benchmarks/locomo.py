@@ -52,7 +52,7 @@ def _vector_system(conv: Conversation) -> Ranker:
     semantic model): shows what equal-weight vector fusion does with a weak embedder."""
     from graymatter import Memory
     from graymatter.config import MemoryConfig
-    from graymatter.embeddings import HashingEmbedder
+    from graymatter.engine.embeddings import HashingEmbedder
 
     key = f"vectors:{conv.sample_id}"
     memory = _open.get(key)

@@ -31,7 +31,7 @@ AGENT = "bench-mcp"
 
 
 def _build_store(n_facts: int) -> Path:
-    from graymatter.memory import Memory
+    from graymatter.engine.memory import Memory
 
     store = cache_dir() / f"mcp_roundtrip_{n_facts}"
     marker = store / ".complete"
@@ -149,7 +149,7 @@ def run(quick: bool) -> dict[str, Any]:
     queries = generate_queries(n_queries, seed=7)
 
     # Round trip over stdio vs. the engine in-process, same store and queries.
-    from graymatter.memory import Memory
+    from graymatter.engine.memory import Memory
 
     # Interleaved (engine, MCP) per query, so machine load drifts affect both alike.
     server = _StdioServer(store)
@@ -195,7 +195,10 @@ def run(quick: bool) -> dict[str, Any]:
     # Start-up: process start to the first tools/list answer, with its baselines.
     bare = _time_process("pass", start_repeats)
     sdk = _time_process("import mcp.server.mcpserver", start_repeats)
-    ours = _time_process("import graymatter.cli, graymatter.mcp_server, graymatter.memory", start_repeats)
+    ours = _time_process(
+        "import graymatter.faces.cli.main, graymatter.faces.mcp_server.server, graymatter.engine.memory",
+        start_repeats,
+    )
     first_list = []
     for _ in range(start_repeats):
         server = _StdioServer(store)

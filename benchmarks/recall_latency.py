@@ -42,7 +42,7 @@ def _config() -> Any:
 
 
 def _embedder() -> Any:
-    from graymatter.embeddings import HashingEmbedder
+    from graymatter.engine.embeddings import HashingEmbedder
 
     return HashingEmbedder(dim=256)
 

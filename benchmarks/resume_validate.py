@@ -1,6 +1,6 @@
 """Cost of `tinyagent --resume` validation.
 
-1. In process: `tinyagent.resume.validate_checkpoint` (strict JSON scan, envelope, strict schema,
+1. In process: `tinyagent.resume.run.validate_checkpoint` (strict JSON scan, envelope, strict schema,
    counters, history and pairing, tool digest) against the baseline measured in the same run: a
    plain `Trajectory.model_validate_json` of the same bytes (what loading a trajectory as a log
    costs). Checkpoints of 100, 1,000 and 10,000 messages with 1 KiB tool outputs; medians and ratio.
@@ -35,8 +35,8 @@ def build_checkpoint(
 ) -> bytes:
     """A valid checkpoint with about `messages` messages (one bash call + result per turn)."""
     from tinyagent.prompts import instructions_sha256
-    from tinyagent.tools import TOOL_SPECS, toolset_sha256
-    from tinyagent.trajectory import ExitStatus, Limits, ResumeMetadata, Timing, Totals, Trajectory
+    from tinyagent.tools.toolbox import TOOL_SPECS, toolset_sha256
+    from tinyagent.trajectory.models import ExitStatus, Limits, ResumeMetadata, Timing, Totals, Trajectory
     from tinyagent.types import Message, ToolCall
 
     turns = max(0, (messages - 2) // 2)
@@ -72,8 +72,8 @@ def build_checkpoint(
 
 
 def _validation(quick: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from tinyagent.resume import validate_checkpoint
-    from tinyagent.trajectory import Trajectory
+    from tinyagent.resume.run import validate_checkpoint
+    from tinyagent.trajectory.models import Trajectory
 
     rows = []
     results = []

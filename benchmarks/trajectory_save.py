@@ -4,11 +4,11 @@ tinyagent saves the whole trajectory after every turn, so this is a per-step cos
 conversation. Measured in the same run, on the same data:
 
 - `serialise`: pydantic `model_dump_json` to bytes only (no I/O);
-- `tinyagent save`: `tinyagent.storage.save_trajectory` = serialise + exclusive private temp file +
+- `tinyagent save`: `tinyagent.trajectory.files.save_trajectory` = serialise + exclusive private temp file +
   fsync + rename + directory fsync (the durable, atomic path every checkpoint takes);
 - `baseline write`: what mini-swe-agent does (`json.dumps(..., indent=2)` of plain dicts, then
   `Path.write_text`): not atomic, not fsynced; the ratio shows what atomicity + durability cost;
-- `load`: `tinyagent.storage.load_trajectory` (bounded read + JSON parse + schema validation), the
+- `load`: `tinyagent.trajectory.files.load_trajectory` (bounded read + JSON parse + schema validation), the
   first thing `--resume` does.
 
 Messages are realistic turns: an assistant message with one bash call and a tool result of ~1.5 kB.
@@ -31,8 +31,8 @@ OUTPUT_LINE = "drwxr-xr-x  2 user user  4096 Nov 30 00:00 some-directory-name-wi
 
 def build_trajectory(messages: int) -> Any:
     """A trajectory with `messages` messages (system + task + alternating assistant/tool)."""
-    from tinyagent.tools import TOOL_SPECS
-    from tinyagent.trajectory import Timing, Trajectory
+    from tinyagent.tools.toolbox import TOOL_SPECS
+    from tinyagent.trajectory.models import Timing, Trajectory
     from tinyagent.types import Message, ToolCall
 
     history = [
@@ -86,7 +86,7 @@ def filesystem_of(path: Path) -> str:
 
 def run(quick: bool) -> dict[str, Any]:
     """Measure serialise / atomic save / naive write / load at each size; print and return the table."""
-    from tinyagent.storage import dump_trajectory, load_trajectory, save_trajectory
+    from tinyagent.trajectory.files import dump_trajectory, load_trajectory, save_trajectory
 
     workdir = cache_dir() / "trajectory_save"
     workdir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,5 @@
 """The retrieval defaults tuned on the benchmarks: recency resolution, phrase bonus, conversation
-context, posting budget and lazy best-first selection (src/graymatter/retrieval/)."""
+context, posting budget and lazy best-first selection (packages/graymatter/src/graymatter/retrieval/)."""
 
 from __future__ import annotations
 

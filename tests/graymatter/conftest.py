@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from graymatter.config import MemoryConfig
-from graymatter.memory import Memory
+from graymatter.engine.memory import Memory
 
 _PROVIDER_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VOYAGE_API_KEY")
 

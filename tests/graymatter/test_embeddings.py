@@ -12,7 +12,7 @@ import pytest
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
-from graymatter.embeddings import (
+from graymatter.engine.embeddings import (
     HashingEmbedder,
     OllamaEmbedder,
     OnnxEmbedder,
@@ -165,7 +165,7 @@ def test_model_or_dimension_change_reembeds_before_serving(
 def test_hashing_embedder_is_deterministic_across_processes() -> None:
     local = HashingEmbedder(32).embed(["the deploy target is eu-west-1"])[0]
     code = (
-        "from graymatter.embeddings import HashingEmbedder\n"
+        "from graymatter.engine.embeddings import HashingEmbedder\n"
         "print(HashingEmbedder(32).embed(['the deploy target is eu-west-1'])[0])"
     )
     out = subprocess.run(
@@ -199,7 +199,7 @@ def test_numpy_is_loaded_with_single_threaded_blas_unless_configured(tmp_path: P
         "import os, sys\n"
         "from graymatter import Memory\n"
         "from graymatter.config import MemoryConfig\n"
-        "from graymatter.embeddings import HashingEmbedder\n"
+        "from graymatter.engine.embeddings import HashingEmbedder\n"
         "assert 'numpy' not in sys.modules\n"
         "with Memory(sys.argv[1], config=MemoryConfig(), embedder=HashingEmbedder(32)) as memory:\n"
         "    memory.remember('a', 'vector fact')\n"

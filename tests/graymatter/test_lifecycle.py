@@ -10,15 +10,15 @@ import pytest
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
-from graymatter.errors import ProviderError
-from graymatter.lifecycle import apply_summary, decayed_weight, propose_summary
-from graymatter.llm import (
+from graymatter.engine.lifecycle import apply_summary, decayed_weight, propose_summary
+from graymatter.engine.summarisers import (
     AnthropicSummariser,
     OllamaSummariser,
     OpenAISummariser,
     parse_summary,
     resolve_summariser,
 )
+from graymatter.errors import ProviderError
 from graymatter.models import utcnow
 
 from .conftest import ProviderStub

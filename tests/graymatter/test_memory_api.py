@@ -343,7 +343,7 @@ def test_informative_queries_return_only_relevant_facts(mem: Memory) -> None:
 
 
 def test_vector_neighbours_below_the_floor_are_not_relevance(make_memory: Callable[..., Memory]) -> None:
-    from graymatter.embeddings import HashingEmbedder
+    from graymatter.engine.embeddings import HashingEmbedder
 
     memory = make_memory(embedder=HashingEmbedder(256), config=MemoryConfig(min_vector_similarity=0.3))
     fact = memory.remember("a", "llamas graze on the andes plateau")

@@ -12,8 +12,8 @@ import pytest
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
-from graymatter.store import sqlite as sqlite_store
-from graymatter.store.sqlite import DB_FILENAME, SCHEMA_VERSION, SQLiteStore
+from graymatter.store.sqlite import store as sqlite_store
+from graymatter.store.sqlite.store import DB_FILENAME, SCHEMA_VERSION, SQLiteStore
 
 from .conftest import hermetic_env
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from support.tinyagent_cli import call, clean_env, load_json, reply, run_cli, tinyagent_cmd, write_script
-from tinyagent.storage import load_trajectory
+from tinyagent.trajectory.files import load_trajectory
 
 SUBMIT = reply(call("submit", answer="all done"))
 BUSY = reply(call("bash", command="true"), cost_usd=0.4)
@@ -79,7 +79,7 @@ def test_help_does_not_import_heavy_modules(tmp_path: Path) -> None:
         check=True,
     )
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
-    for heavy in ("pydantic", "httpx", "yaml", "tinyagent.providers", "tinyagent.loop", "numpy"):
+    for heavy in ("pydantic", "httpx", "yaml", "tinyagent.providers", "tinyagent.loop.agent", "numpy"):
         assert heavy not in imported
 
 
@@ -382,7 +382,7 @@ def test_closing_summary_lines_exactly() -> None:
     import io
 
     from tinyagent.output import Reporter
-    from tinyagent.trajectory import ExitStatus, Timing, Totals, Trajectory
+    from tinyagent.trajectory.models import ExitStatus, Timing, Totals, Trajectory
 
     trajectory = Trajectory(
         tinyagent_version="0.1.0",

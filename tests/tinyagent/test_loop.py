@@ -11,14 +11,14 @@ import pytest
 
 from support.tinyagent_cli import call, reply
 from tinyagent.config import Settings
-from tinyagent.loop import Agent
+from tinyagent.loop.agent import Agent
 from tinyagent.output import Reporter
 from tinyagent.prompts import FORMAT_ERROR_NUDGE, build_system_prompt
 from tinyagent.providers.scripted import ScriptedProvider
 from tinyagent.runner import new_trajectory
-from tinyagent.storage import SaveError, load_trajectory, save_trajectory
-from tinyagent.tools import Toolbox
-from tinyagent.trajectory import ExitStatus, Trajectory
+from tinyagent.tools.toolbox import Toolbox
+from tinyagent.trajectory.files import SaveError, load_trajectory, save_trajectory
+from tinyagent.trajectory.models import ExitStatus, Trajectory
 
 NEVER_SUBMITS = reply(call("bash", command="true"), usage={"input_tokens": 10, "output_tokens": 2})
 
@@ -351,7 +351,7 @@ def test_agent_continues_an_existing_trajectory_with_cumulative_totals(tmp_path:
 
 
 def test_default_price_prefers_reported_cost_then_table_and_treats_ollama_as_free() -> None:
-    from tinyagent.loop import default_price
+    from tinyagent.loop.agent import default_price
     from tinyagent.types import Usage
 
     usage = Usage(input_tokens=1_000_000, output_tokens=0)

@@ -541,7 +541,7 @@ def test_edited_recorded_system_prompt_is_refused(ws: Workspace, checkpoint: Pat
 
 
 def test_different_tool_set_is_refused(ws: Workspace, checkpoint: Path) -> None:
-    from tinyagent.tools import toolset_sha256
+    from tinyagent.tools.toolbox import toolset_sha256
     from tinyagent.types import ToolSpec
 
     document = load(checkpoint)

@@ -1,4 +1,4 @@
-"""In-process tests of `tinyagent.resume.start_trajectory`: the starting state written before the
+"""In-process tests of `tinyagent.resume.run.start_trajectory`: the starting state written before the
 first request of a resumed run."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 from support.resume_checkpoints import checkpoint_bytes, make_checkpoint
 from tinyagent.config import Settings
 from tinyagent.prompts import CONTINUATION_NOTICE
-from tinyagent.resume import ResumePlan, file_sha256, start_trajectory, validate_checkpoint
-from tinyagent.trajectory import ExitStatus
+from tinyagent.resume.run import ResumePlan, file_sha256, start_trajectory, validate_checkpoint
+from tinyagent.trajectory.models import ExitStatus
 from tinyagent.types import Message
 
 

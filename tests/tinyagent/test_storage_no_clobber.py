@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent.storage import SaveError, TrajectoryFile, write_private_atomic
+from tinyagent.trajectory.files import SaveError, TrajectoryFile, write_private_atomic
 
 
 def _leftovers(directory: Path) -> list[str]:

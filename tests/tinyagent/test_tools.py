@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent.tools import (
+from tinyagent.tools.toolbox import (
     SCRUBBED_ENV,
     TOOL_SPECS,
     Toolbox,

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tinyagent.storage import (
+from tinyagent.tools.toolbox import TOOL_SPECS
+from tinyagent.trajectory.files import (
     FAULT_ENV,
     LoadError,
     SaveError,
@@ -24,8 +25,7 @@ from tinyagent.storage import (
     save_trajectory,
     write_private_atomic,
 )
-from tinyagent.tools import TOOL_SPECS
-from tinyagent.trajectory import ExitStatus, Timing, Trajectory
+from tinyagent.trajectory.models import ExitStatus, Timing, Trajectory
 from tinyagent.types import Message, ToolCall
 
 
@@ -120,8 +120,8 @@ def test_failed_write_keeps_previous_file_and_cleans_up(tmp_path: Path) -> None:
 FAULT_SCRIPT = """
 import sys
 from pathlib import Path
-from tinyagent.storage import SaveError, save_trajectory
-from tinyagent.trajectory import Trajectory
+from tinyagent.trajectory.files import SaveError, save_trajectory
+from tinyagent.trajectory.models import Trajectory
 traj = Trajectory.model_validate_json(Path(sys.argv[2]).read_text())
 results = []
 for steps in range(4):
@@ -154,8 +154,8 @@ def test_fault_injection_fails_the_nth_and_later_saves(tmp_path: Path) -> None:
 KILL_SCRIPT = """
 import sys
 from pathlib import Path
-from tinyagent.storage import save_trajectory
-from tinyagent.trajectory import Trajectory
+from tinyagent.trajectory.files import save_trajectory
+from tinyagent.trajectory.models import Trajectory
 path = Path(sys.argv[1])
 versions = [Trajectory.model_validate_json(Path(p).read_text()) for p in sys.argv[2:]]
 save_trajectory(versions[0], path)
@@ -264,7 +264,7 @@ _odd_text = st.text(alphabet=st.sampled_from(["a", '"', "\\", "\n", "\t", "é", 
     task=_odd_text,
 )
 def test_incremental_encoder_is_byte_identical_to_a_full_dump(contents, state, task) -> None:
-    from tinyagent.storage import TrajectoryEncoder
+    from tinyagent.trajectory.files import TrajectoryEncoder
 
     encoder = TrajectoryEncoder()
     traj = sample(0)

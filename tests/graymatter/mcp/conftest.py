@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from graymatter.memory import Memory
+from graymatter.engine.memory import Memory
 
 HTTP_TOKEN = "contract-test-token-0123456789"
 READY = re.compile(r"listening on (http://\S+/mcp)")
@@ -114,7 +114,7 @@ def connect(request: pytest.FixtureRequest) -> ClientFactory:
 
     if request.param == "in-process":
         memory: Memory = request.getfixturevalue("memory")
-        from graymatter.mcp_server import build_server
+        from graymatter.faces.mcp_server.server import build_server
 
         server = build_server(memory)
 

@@ -13,8 +13,8 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
-from graymatter.mcp_server import TOOL_NAMES
-from graymatter.mcp_tools import ON_MISSING_ERROR
+from graymatter.faces.mcp_server.server import TOOL_NAMES
+from graymatter.faces.mcp_server.tools import ON_MISSING_ERROR
 
 pytestmark = pytest.mark.timeout(120)
 

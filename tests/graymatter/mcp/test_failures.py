@@ -15,8 +15,8 @@ import anyio
 import pytest
 from mcp import Client
 
-from graymatter.mcp_server import build_server
-from graymatter.memory import Memory
+from graymatter.engine.memory import Memory
+from graymatter.faces.mcp_server.server import build_server
 
 MODES: list[dict[str, Any]] = [{}, {"on_missing": "error"}, {"on_missing": "empty"}]
 

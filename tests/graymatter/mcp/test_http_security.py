@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graymatter.errors import InvalidInput
-from graymatter.http_security import (
+from graymatter.faces.http.security import (
     MAX_BODY_BYTES,
     TOKEN_ENV,
     TOKEN_FILE_NAME,

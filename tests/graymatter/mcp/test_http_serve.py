@@ -13,7 +13,7 @@ import anyio
 import httpx
 import pytest
 
-from graymatter.http_security import MAX_BODY_BYTES, TOKEN_FILE_NAME
+from graymatter.faces.http.security import MAX_BODY_BYTES, TOKEN_FILE_NAME
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,10 +18,15 @@ def imported_after(code: str) -> dict[str, bool]:
 
 
 def test_building_the_cli_parser_with_mcp_serve_imports_no_sdk() -> None:
-    loaded = imported_after("import graymatter.cli as c; c.build_parser().parse_args(['mcp', 'serve'])")
+    loaded = imported_after(
+        "import graymatter.faces.cli.main as c; c.build_parser().parse_args(['mcp', 'serve'])"
+    )
     assert not any(loaded.values()), loaded
 
 
 def test_importing_the_server_module_defers_the_sdk() -> None:
-    loaded = imported_after("import graymatter.mcp_server, graymatter.mcp_cli, graymatter.http_security")
+    loaded = imported_after(
+        "import graymatter.faces.mcp_server.server, graymatter.faces.cli.mcp_cmds, "
+        "graymatter.faces.http.security"
+    )
     assert not any(loaded.values()), loaded

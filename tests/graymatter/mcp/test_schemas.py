@@ -9,8 +9,12 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-from graymatter.mcp_schemas import CheckpointResumeEmpty, CheckpointResumeResult, output_schema_of
-from graymatter.mcp_server import INSTRUCTIONS, TOOL_SPECS, build_server, estimate_tokens
+from graymatter.faces.mcp_server.schemas import (
+    CheckpointResumeEmpty,
+    CheckpointResumeResult,
+    output_schema_of,
+)
+from graymatter.faces.mcp_server.server import INSTRUCTIONS, TOOL_SPECS, build_server, estimate_tokens
 
 EXPECTED_TOOLS = [
     "memory_search",
@@ -51,7 +55,7 @@ SIBLINGS = {
 
 @pytest.fixture(scope="module")
 def listed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    from graymatter.memory import Memory
+    from graymatter.engine.memory import Memory
 
     memory = Memory(tmp_path_factory.mktemp("schemas"))
 

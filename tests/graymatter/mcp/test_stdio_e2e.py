@@ -23,7 +23,7 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
-from graymatter.mcp_server import INSTRUCTIONS, TOOL_NAMES
+from graymatter.faces.mcp_server.server import INSTRUCTIONS, TOOL_NAMES
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -280,7 +280,7 @@ def test_store_flags_after_serve_select_the_store(tmp_path: Path) -> None:
             assert not result.is_error
 
     anyio.run(main)
-    from graymatter.memory import Memory
+    from graymatter.engine.memory import Memory
 
     with Memory(store) as memory:
         assert [fact.text for fact in memory.list("flags")] == ["Flags after serve work."]

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graymatter import Memory
-from graymatter.access import (
+from graymatter.engine.access import (
     AccessDenied,
     InvalidToken,
     Principal,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graymatter import Memory
-from graymatter.access import SQLiteTokenStore, TokenService
+from graymatter.engine.access import SQLiteTokenStore, TokenService
 from graymatter.store import open_store
 
 from .conftest import hermetic_env

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from graymatter.ids import new_ulid
 from graymatter.models import Fact
 from graymatter.retrieval.query import query_terms
-from graymatter.store.postgres import PostgresStore
-from graymatter.store.sqlite import SQLiteStore
+from graymatter.store.postgres.store import PostgresStore
+from graymatter.store.sqlite.store import SQLiteStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 

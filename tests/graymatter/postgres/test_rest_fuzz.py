@@ -11,7 +11,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
-from graymatter.rest import openapi_document
+from graymatter.faces.http.rest import openapi_document
 
 from .conftest import TOKEN, Server, start_server
 

@@ -153,7 +153,7 @@ def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers:
 def test_token_secrets_are_stored_hashed(pg_dsn: str) -> None:
     import psycopg
 
-    from graymatter.store.postgres import PostgresStore
+    from graymatter.store.postgres.store import PostgresStore
 
     PostgresStore(pg_dsn).close()  # schema
     token = create_token(pg_dsn, "a,b")

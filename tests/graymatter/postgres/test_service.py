@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from graymatter import Memory
-from graymatter.access import TokenService, open_token_store
-from graymatter.rest import ServiceConfig, build_app, openapi_document
+from graymatter.engine.access import TokenService, open_token_store
+from graymatter.faces.http.rest import ServiceConfig, build_app, openapi_document
 
 from .conftest import TOKEN, Server, auth, hermetic_env, start_server
 
@@ -107,7 +107,7 @@ def test_openapi_document_covers_every_route_and_resolves() -> None:
 
 @pytest.mark.postgres
 def test_healthz_is_503_when_the_database_is_gone(pg_cluster: Any, tmp_path: Path) -> None:
-    from graymatter.store.postgres import PostgresStore
+    from graymatter.store.postgres.store import PostgresStore
 
     dsn = pg_cluster.create_database()
     memory = Memory(store=PostgresStore(dsn, timeout=3), embedder=None)
@@ -133,7 +133,7 @@ def test_newer_schema_is_refused_untouched(pg_dsn: str) -> None:
     import psycopg
 
     from graymatter.errors import SchemaTooNew
-    from graymatter.store.postgres import PostgresStore
+    from graymatter.store.postgres.store import PostgresStore
 
     PostgresStore(pg_dsn).close()
     with psycopg.connect(pg_dsn, autocommit=True) as conn:

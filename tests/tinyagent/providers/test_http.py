@@ -18,7 +18,7 @@ from tinyagent.providers.base import (
     ProviderRequestError,
     ProviderServerError,
 )
-from tinyagent.providers.http import HttpClient, RetryPolicy, error_for_status, parse_retry_after
+from tinyagent.providers.http.client import HttpClient, RetryPolicy, error_for_status, parse_retry_after
 from tinyagent.types import Message
 
 PROMPT = [Message(role="user", content="hi")]
@@ -306,7 +306,7 @@ def test_compressed_bodies_are_decoded_in_any_chunking(encoding):
     import gzip
     import zlib
 
-    from tinyagent.providers.http import _Decoder
+    from tinyagent.providers.http.client import _Decoder
 
     raw = json.dumps({"data": "x" * 5000, "n": list(range(300))}).encode()
     packed = {"gzip": gzip.compress, "deflate": zlib.compress, "identity": lambda b: b}[encoding](raw)

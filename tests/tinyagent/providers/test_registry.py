@@ -151,7 +151,7 @@ def test_get_provider_builds_the_right_adapter(name, cls):
 def test_importing_the_registry_does_not_import_httpx_or_adapters():
     code = (
         "import sys, tinyagent.providers, tinyagent.pricing; "
-        "heavy = ('httpx', 'tinyagent.providers.http', 'tinyagent.providers.anthropic'); "
+        "heavy = ('httpx', 'tinyagent.providers.http.client', 'tinyagent.providers.anthropic'); "
         "bad = [m for m in heavy if m in sys.modules]; "
         "print(','.join(bad))"
     )

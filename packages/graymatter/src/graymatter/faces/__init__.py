@@ -1,0 +1,1 @@
+"""The faces: CLI, MCP server and HTTP service. Each knows the engine, not the other faces."""

@@ -1,0 +1,1 @@
+"""The graymatter command line."""

@@ -1,0 +1,136 @@
+"""``graymatter mcp serve``: the MCP server over stdio (default) or streamable HTTP (``--http HOST:PORT``).
+
+Only argparse is imported at module level; the MCP SDK, uvicorn and the engine load when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+HTTP_PATH = "/mcp"
+
+
+def register(subparsers: Any) -> None:
+    """Add ``mcp serve`` to the graymatter CLI."""
+    mcp = subparsers.add_parser(
+        "mcp",
+        help="serve graymatter to MCP clients (Claude Code, OpenCode, Codex, Cursor, ...)",
+        description="Serve graymatter's seven memory tools over the Model Context Protocol.",
+    )
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND")
+    mcp_commands.required = True
+    serve = mcp_commands.add_parser(
+        "serve",
+        help="run the MCP server (stdio unless --http is given)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Run the MCP server. Without --http it speaks MCP over stdin/stdout (what MCP clients\n"
+            "spawn). With --http it serves streamable HTTP at http://HOST:PORT/mcp behind a bearer\n"
+            "token: --token, else $GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token\n"
+            "(created once, mode 0600). The global --no-daemon flag is accepted and changes\n"
+            "nothing: the store needs no daemon."
+        ),
+    )
+    serve.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        help="serve streamable HTTP on this address (e.g. 127.0.0.1:8765; port 0 picks a free port)",
+    )
+    serve.add_argument("--token", help="bearer token HTTP clients must present (at least 16 characters)")
+    serve.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="serve HTTP without a token; refused unless HOST is a loopback address",
+    )
+    # The global store flags are also accepted after ``serve`` (client configs often put them last).
+    # SUPPRESS keeps an omitted flag from overwriting a value given before ``mcp``.
+    serve.add_argument("--dir", metavar="DIR", default=argparse.SUPPRESS, help="data directory (global flag)")
+    serve.add_argument("--store", metavar="URL", default=argparse.SUPPRESS, help="store URL (global flag)")
+    serve.add_argument(
+        "--no-daemon", action="store_true", default=argparse.SUPPRESS, help="accepted; no daemon is used"
+    )
+    serve.set_defaults(func=run_serve)
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    """The data directory (``--dir``, ``$GRAYMATTER_DIR``, ``./.graymatter``): home of the token file."""
+    from graymatter.faces.cli.main import resolve_data_dir
+
+    return Path(resolve_data_dir(args))
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Entry point of ``graymatter mcp serve``."""
+    from graymatter.errors import InvalidInput
+
+    if args.http is None and (args.token is not None or args.no_auth):
+        raise InvalidInput("--token and --no-auth only apply to --http")
+    from graymatter.faces.cli.main import open_memory
+
+    memory = open_memory(args)
+    try:
+        if args.http is None:
+            return _serve_stdio(memory)
+        return _serve_http(args, memory)
+    finally:
+        memory.close()
+
+
+def _serve_stdio(memory: Any) -> int:
+    from graymatter.faces.mcp_server.server import build_server
+
+    try:
+        build_server(memory).run("stdio")
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def _serve_http(args: argparse.Namespace, memory: Any) -> int:
+    import socket
+
+    from graymatter.faces.http.security import SecurityMiddleware, build_policy, parse_bind, resolve_token
+
+    host, port = parse_bind(args.http)
+    token = None if args.no_auth else resolve_token(_data_dir(args), args.token)
+    policy = build_policy(host, port, token=token, no_auth=args.no_auth)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)  # connections queue from now on, so the address printed below is usable at once
+    except OSError as exc:
+        sock.close()
+        from graymatter.errors import InvalidInput
+
+        raise InvalidInput(f"cannot listen on {args.http}: {exc.strerror or exc}") from None
+    bound_port = sock.getsockname()[1]
+    if port == 0:
+        # Rebuild the Host/Origin allow-list now that the real port is known.
+        policy = build_policy(host, bound_port, token=token, no_auth=args.no_auth)
+
+    import uvicorn
+
+    from graymatter.faces.mcp_server.server import mcp_http_app
+
+    mcp = mcp_http_app(memory, path=HTTP_PATH)
+    config = uvicorn.Config(
+        SecurityMiddleware(mcp.app, policy),
+        log_level="warning",
+        timeout_graceful_shutdown=10,
+        h11_max_incomplete_event_size=64 * 1024,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    shown_host = f"[{host}]" if ":" in host else host
+    auth = "no auth (loopback only)" if args.no_auth else "bearer token required"
+    print(
+        f"graymatter MCP listening on http://{shown_host}:{bound_port}{HTTP_PATH} ({auth})", file=sys.stderr
+    )
+    sys.stderr.flush()
+    server.run(sockets=[sock])
+    return 0

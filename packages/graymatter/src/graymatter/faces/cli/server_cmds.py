@@ -1,0 +1,334 @@
+"""``graymatter serve``, ``graymatter token create|list|revoke`` and ``graymatter migrate``.
+
+Only argparse and the standard library are imported at module level; uvicorn, starlette, psycopg and the
+engine load when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+SERVE_CONFIG_ENV = "GRAYMATTER_SERVE_CONFIG"
+DEFAULT_BIND = "127.0.0.1:8080"
+
+
+def _store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--dir", metavar="DIR", default=argparse.SUPPRESS, help="data directory")
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="store URL: a directory, sqlite:///DIR or postgresql://... (default $GRAYMATTER_DATABASE_URL)",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add ``serve``, ``token`` and ``migrate`` to the graymatter CLI."""
+    serve = subparsers.add_parser(
+        "serve",
+        help="run the HTTP service: REST API + MCP (streamable HTTP) on one port",
+        description=(
+            "Serve the REST API and MCP over streamable HTTP (at /mcp) on one port. Every route except "
+            "/healthz and /openapi.json needs a bearer token: the default token (--token, else "
+            "$GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token) may use every namespace; tokens made "
+            "with `graymatter token create` are limited to their agents. Several servers may share one "
+            "PostgreSQL database behind a load balancer."
+        ),
+    )
+    _store_options(serve)
+    serve.add_argument(
+        "--http", metavar="HOST:PORT", default=DEFAULT_BIND, help=f"bind address ({DEFAULT_BIND})"
+    )
+    serve.add_argument("--workers", type=int, default=1, metavar="N", help="worker processes (default 1)")
+    serve.add_argument("--token", help="default bearer token (at least 16 characters)")
+    serve.add_argument(
+        "--no-auth", action="store_true", help="no token needed; refused unless HOST is loopback"
+    )
+    serve.add_argument(
+        "--rate-limit", type=float, default=200.0, metavar="R", help="requests per second per token (0 = off)"
+    )
+    serve.add_argument("--rate-burst", type=int, default=400, metavar="B", help="burst size per token")
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=1024 * 1024, metavar="N", help="largest request body (1 MiB)"
+    )
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="extra Host header value to accept (e.g. the load balancer's name); repeatable",
+    )
+    serve.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="seconds to finish in-flight requests",
+    )
+    serve.set_defaults(func=run_serve)
+
+    token = subparsers.add_parser(
+        "token",
+        help="manage scoped access tokens",
+        description="Create, list and revoke tokens scoped to agent namespaces (stored hashed).",
+    )
+    token_commands = token.add_subparsers(dest="token_command", metavar="COMMAND")
+    token_commands.required = True
+    create = token_commands.add_parser("create", help="create a token (shown once)")
+    _store_options(create)
+    create.add_argument("--agents", required=True, help="comma-separated agent ids, or * for every namespace")
+    create.add_argument("--read-only", action="store_true", help="may read but not write")
+    create.add_argument("--label", default="", help="a note shown by `token list`")
+    create.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    create.set_defaults(func=run_token_create)
+    listing = token_commands.add_parser("list", help="list tokens (never shows secrets)")
+    _store_options(listing)
+    listing.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    listing.set_defaults(func=run_token_list)
+    revoke = token_commands.add_parser("revoke", help="revoke a token by id")
+    _store_options(revoke)
+    revoke.add_argument("token_id", help="the token id shown by `token list`")
+    revoke.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    revoke.set_defaults(func=run_token_revoke)
+
+    migrate = subparsers.add_parser(
+        "migrate",
+        help="copy a store to another backend (SQLite <-> PostgreSQL), verified",
+        description=(
+            "Copy every fact, checkpoint, link and token from --from into the empty store --to, then verify "
+            "counts and SHA-256 checksums of every record kind. Exit 1 if verification fails."
+        ),
+    )
+    migrate.add_argument("--from", dest="source", required=True, metavar="URL", help="source store")
+    migrate.add_argument("--to", dest="target", required=True, metavar="URL", help="target store (empty)")
+    migrate.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    migrate.set_defaults(func=run_migrate)
+
+
+# --------------------------------------------------------------------------------------------- token
+
+
+def _open_tokens(args: argparse.Namespace) -> tuple[Any, Any]:
+    from graymatter.engine.access import TokenService, open_token_store
+    from graymatter.faces.cli.main import resolve_store_location
+    from graymatter.store import open_store
+
+    store = open_store(resolve_store_location(args))
+    return store, TokenService(open_token_store(store))
+
+
+def run_token_create(args: argparse.Namespace) -> int:
+    from graymatter.engine.access import InvalidToken, parse_agents
+    from graymatter.errors import InvalidInput
+
+    try:
+        agents = parse_agents(args.agents)
+    except InvalidToken as exc:
+        raise InvalidInput(str(exc)) from None
+    store, service = _open_tokens(args)
+    try:
+        try:
+            token, record = service.create(agents, read_only=args.read_only, label=args.label)
+        except InvalidToken as exc:
+            raise InvalidInput(str(exc)) from None
+    finally:
+        store.close()
+    if getattr(args, "json", False):
+        print(json.dumps({"token": token, **record.model_dump(mode="json")}))
+    else:
+        print(token)
+        print(
+            f"token {record.id}: {record.access} on {', '.join(record.agents)} (shown once; store it safely)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def run_token_list(args: argparse.Namespace) -> int:
+    store, service = _open_tokens(args)
+    try:
+        records = service.list()
+    finally:
+        store.close()
+    if getattr(args, "json", False):
+        print(json.dumps({"tokens": [r.model_dump(mode="json") for r in records]}))
+        return 0
+    if not records:
+        print("no tokens (the default token of `graymatter serve` may use every namespace)")
+    for r in records:
+        state = f"revoked {r.revoked_at:%Y-%m-%d %H:%M}" if r.revoked_at else "active"
+        label = f"  {r.label}" if r.label else ""
+        print(f"{r.id}  {r.access:<10}  {','.join(r.agents)}  {state}{label}")
+    return 0
+
+
+def run_token_revoke(args: argparse.Namespace) -> int:
+    from graymatter.engine.access import InvalidToken
+    from graymatter.errors import InvalidInput, NotFound
+
+    store, service = _open_tokens(args)
+    try:
+        try:
+            revoked = service.revoke(args.token_id)
+        except InvalidToken as exc:
+            raise InvalidInput(str(exc)) from None
+    finally:
+        store.close()
+    if not revoked:
+        raise NotFound(f"no active token {args.token_id!r} (see `graymatter token list`)")
+    if getattr(args, "json", False):
+        print(json.dumps({"revoked": args.token_id}))
+    else:
+        print(f"revoked {args.token_id}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------- migrate
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    from graymatter.engine.migrate import migrate
+
+    def progress(message: str) -> None:
+        if not getattr(args, "json", False):
+            print(f"migrate: {message}", file=sys.stderr)
+
+    report = migrate(args.source, args.target, progress=progress)
+    if getattr(args, "json", False):
+        print(report.model_dump_json())
+    else:
+        for kind in report.kinds:
+            mark = "ok" if kind.ok else "MISMATCH"
+            print(
+                f"{kind.kind:<12} {kind.source_count:>9} -> {kind.target_count:<9} "
+                f"sha256 {kind.target_sha256[:16]}  {mark}"
+            )
+        print("verified" if report.verified else "verification FAILED", file=sys.stderr)
+    return 0 if report.verified else 1
+
+
+# --------------------------------------------------------------------------------------------- serve
+
+
+def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
+    from graymatter.errors import InvalidInput
+    from graymatter.faces.cli.main import resolve_data_dir, resolve_store_location
+    from graymatter.faces.http.security import parse_bind, resolve_token
+
+    host, port = parse_bind(args.http)
+    if args.workers < 1 or args.workers > 64:
+        raise InvalidInput("--workers must be between 1 and 64")
+    if args.workers > 1 and port == 0:
+        raise InvalidInput("--workers > 1 needs an explicit port")
+    if args.rate_limit < 0 or args.rate_burst < 1:
+        raise InvalidInput("--rate-limit must be >= 0 and --rate-burst >= 1")
+    if not 1024 <= args.max_body_bytes <= 64 * 1024 * 1024:
+        raise InvalidInput("--max-body-bytes must be between 1024 and 67108864")
+    location = resolve_store_location(args)
+    token = None
+    if not args.no_auth:
+        token = resolve_token(Path(resolve_data_dir(args)), args.token)
+    elif args.token:
+        raise InvalidInput("--token and --no-auth cannot be combined")
+    return {
+        "store": location,
+        "host": host,
+        "port": port,
+        "token": token,
+        "no_auth": bool(args.no_auth),
+        "rate_limit": args.rate_limit,
+        "rate_burst": args.rate_burst,
+        "extra_hosts": list(args.allow_host),
+        "max_body_bytes": args.max_body_bytes,
+    }
+
+
+def build_service(settings: dict[str, Any], port: int | None = None) -> Any:
+    """Open the store and build the ASGI app for one server process."""
+    from graymatter.engine.access import TokenService, open_token_store
+    from graymatter.engine.memory import Memory
+    from graymatter.faces.http.rest import ServiceConfig, build_app
+    from graymatter.store import open_store
+
+    memory = Memory(store=open_store(settings["store"]))
+    try:
+        tokens = TokenService(open_token_store(memory.store), default_token=settings["token"])
+        config = ServiceConfig(
+            host=settings["host"],
+            port=settings["port"] if port is None else port,
+            default_token=settings["token"],
+            no_auth=settings["no_auth"],
+            rate_limit=settings["rate_limit"],
+            rate_burst=settings["rate_burst"],
+            extra_hosts=tuple(settings["extra_hosts"]),
+            max_body_bytes=settings["max_body_bytes"],
+        )
+        return build_app(memory, tokens, config, close_memory=True)
+    except BaseException:
+        memory.close()
+        raise
+
+
+def worker_app() -> Any:
+    """uvicorn factory for ``--workers N``: settings come from the parent through the environment."""
+    from graymatter.faces.http.rest import configure_logging
+
+    configure_logging()
+    return build_service(json.loads(os.environ[SERVE_CONFIG_ENV]))
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Entry point of ``graymatter serve``."""
+    import socket
+
+    import uvicorn
+
+    from graymatter.errors import InvalidInput
+    from graymatter.faces.http.rest import configure_logging
+
+    settings = _serve_settings(args)
+    configure_logging()
+    host, port = settings["host"], settings["port"]
+    common = {
+        "log_level": "info",
+        "access_log": False,
+        "timeout_graceful_shutdown": args.graceful_timeout,
+        "server_header": False,
+        "log_config": None,
+    }
+    shown = f"[{host}]" if ":" in host else host
+    if args.workers > 1:
+        os.environ[SERVE_CONFIG_ENV] = json.dumps(settings)
+        print(
+            f"graymatter serving REST + MCP on http://{shown}:{port} ({args.workers} workers)",
+            file=sys.stderr,
+        )
+        uvicorn.run(
+            "graymatter.faces.cli.server_cmds:worker_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=args.workers,
+            **common,
+        )
+        return 0
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise InvalidInput(f"cannot listen on {args.http}: {exc.strerror or exc}") from None
+    bound = sock.getsockname()[1]
+    app = build_service(settings, port=bound)
+    server = uvicorn.Server(uvicorn.Config(app, **common))
+    print(f"graymatter serving REST + MCP on http://{shown}:{bound}", file=sys.stderr)
+    sys.stderr.flush()
+    server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,1 @@
+"""The HTTP service: REST, security middleware, and the one application factory."""

@@ -1,0 +1,1 @@
+"""The MCP server: seven tools over stdio and streamable HTTP, on the official SDK."""

@@ -1,0 +1,164 @@
+"""Reciprocal-rank fusion and the confidence factor: the one place where signals are combined.
+
+``fused = Σ_s weight_s / (k + rank_s)`` over the signals that ranked the fact (rank 0 = absent), then
+``final = fused × (1 + confidence_weight × c)`` with c = +1 verified, 0 inferred, -1 unverified.
+Results are in a total order: final score desc, then ``created_at`` asc (oldest first), then id asc.
+
+Scoring needs only ranks, ``created_at`` and the confidence label, so :func:`order` works on light
+:class:`Scored` rows and :func:`select` loads full facts lazily, best first, only until ``top_k``
+distinct texts are found: a recall decodes about ``top_k`` facts instead of its whole pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from graymatter.models import CONFIDENCE_LEVELS, Fact, SignalWeights
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A fact with its per-signal ranks (1-based; 0 = the signal did not rank it)."""
+
+    fact: Fact
+    keyword_rank: int = 0
+    vector_rank: int = 0
+    recency_rank: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Fused:
+    """A ranked candidate: fused (base) score, confidence factor and final score."""
+
+    candidate: Candidate
+    fused_score: float
+    factor: float
+    final_score: float
+
+
+def rrf_score(
+    keyword_rank: int, vector_rank: int, recency_rank: int, weights: SignalWeights, k: int
+) -> float:
+    """Weighted reciprocal-rank fusion of the three signal ranks."""
+    score = 0.0
+    for rank, weight in (
+        (keyword_rank, weights.keyword),
+        (vector_rank, weights.vector),
+        (recency_rank, weights.recency),
+    ):
+        if rank > 0:
+            score += weight / (k + rank)
+    return score
+
+
+def confidence_factor(confidence: str, confidence_weight: float) -> float:
+    """``1 + w × c`` for the fact's confidence label."""
+    return 1.0 + confidence_weight * CONFIDENCE_LEVELS.get(confidence, -1)
+
+
+def fuse(
+    candidates: Sequence[Candidate],
+    *,
+    weights: SignalWeights,
+    k: int,
+    top_k: int,
+    confidence_weight: float = 0.0,
+    min_relevance: float = 0.0,
+) -> list[Fused]:
+    """Score, order, de-duplicate by identical text, apply the min-relevance cut, and keep ``top_k``.
+
+    Candidates whose fused score is zero (ranked only by zero-weight signals) are dropped.
+    """
+    scored: list[Fused] = []
+    for cand in candidates:
+        base = rrf_score(cand.keyword_rank, cand.vector_rank, cand.recency_rank, weights, k)
+        if base <= 0.0:
+            continue
+        factor = confidence_factor(cand.fact.confidence, confidence_weight)
+        scored.append(Fused(cand, base, factor, base * factor))
+    scored.sort(key=lambda f: (-f.final_score, f.candidate.fact.created_at, f.candidate.fact.id))
+    seen: set[str] = set()
+    unique: list[Fused] = []
+    for item in scored:
+        text = item.candidate.fact.text
+        if text in seen:
+            continue
+        seen.add(text)
+        unique.append(item)
+    if unique and min_relevance > 0:
+        floor = min_relevance * unique[0].final_score
+        unique = [f for f in unique if f.final_score >= floor]
+    return unique[:top_k]
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A candidate's ranks and scores before its fact is loaded."""
+
+    fact_id: str
+    created_at: datetime
+    keyword_rank: int
+    vector_rank: int
+    recency_rank: int
+    fused_score: float
+    factor: float
+    final_score: float
+
+
+def order(
+    ranks: Mapping[str, tuple[int, int, int]],
+    info: Mapping[str, tuple[datetime, str]],
+    *,
+    weights: SignalWeights,
+    k: int,
+    confidence_weight: float = 0.0,
+) -> list[Scored]:
+    """Score every candidate (``ranks``: id -> keyword, vector, recency rank; ``info``: id -> created_at,
+    confidence) and return them in the total order. Zero fused scores are dropped."""
+    scored: list[Scored] = []
+    for fact_id, (keyword_rank, vector_rank, recency_rank) in ranks.items():
+        base = rrf_score(keyword_rank, vector_rank, recency_rank, weights, k)
+        if base <= 0.0:
+            continue
+        created_at, confidence = info[fact_id]
+        factor = confidence_factor(confidence, confidence_weight)
+        scored.append(
+            Scored(fact_id, created_at, keyword_rank, vector_rank, recency_rank, base, factor, base * factor)
+        )
+    scored.sort(key=lambda item: (-item.final_score, item.created_at, item.fact_id))
+    return scored
+
+
+def select(
+    ordered: Sequence[Scored],
+    load: Callable[[Sequence[str]], Mapping[str, Fact]],
+    *,
+    top_k: int,
+    min_relevance: float = 0.0,
+    batch: int | None = None,
+) -> list[Fused]:
+    """Walk ``ordered`` best first, loading facts in batches, skipping facts ``load`` no longer returns
+    and repeated texts, until ``top_k`` results; apply the min-relevance cut against the best one."""
+    size = batch or top_k + 8
+    unique: list[Fused] = []
+    seen: set[str] = set()
+    best: float | None = None
+    for start in range(0, len(ordered), size):
+        chunk = ordered[start : start + size]
+        facts = load([item.fact_id for item in chunk])
+        for item in chunk:
+            fact = facts.get(item.fact_id)
+            if fact is None or fact.text in seen:
+                continue
+            if best is None:
+                best = item.final_score
+            elif min_relevance > 0 and item.final_score < min_relevance * best:
+                return unique
+            seen.add(fact.text)
+            candidate = Candidate(fact, item.keyword_rank, item.vector_rank, item.recency_rank)
+            unique.append(Fused(candidate, item.fused_score, item.factor, item.final_score))
+            if len(unique) >= top_k:
+                return unique
+    return unique

@@ -1,0 +1,257 @@
+"""The recall pipeline: candidates from each signal, ranks, fusion. Backend-neutral.
+
+1. Alias facts of the searched namespaces expand the query terms (aliases are never candidates).
+2. Keyword: stop-words dropped, rarest ``max_query_terms`` kept, BM25 over the store's full-text index,
+   plus a phrase bonus and conversation context from neighbouring facts (see :mod:`.keyword`).
+3. Vector: cosine over stored vectors, when an embedder is configured and the query embeds.
+4. Recency: the candidate pool (keyword ∪ vector ∪ the newest ``recency_pool`` facts) ranked by age,
+   newest first, at a one-hour resolution when a relevance signal exists (see :mod:`.recency`). Age runs
+   from ``created_at`` (see docs/decisions/0002-recall-ranking.md).
+5. Fusion (RRF, k=60) with the confidence factor, total order, dedup, min-relevance, top-k.
+
+Superseded facts never reach step 2-4: backends only index live facts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from graymatter.models import CONFIDENCE_LEVELS, Confidence, Fact, SignalWeights, default_weights
+from graymatter.retrieval.fusion import Fused, order, select
+from graymatter.retrieval.keyword import (
+    CONTEXT_MAX_GAP_S,
+    CONTEXT_SOURCES,
+    CONTEXT_WEIGHT,
+    CONTEXT_WINDOW,
+    PHRASE_WEIGHT,
+    KeywordEvidence,
+    combine,
+    keyword_evidence,
+)
+from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
+from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
+from graymatter.store.base import Store
+
+
+class QueryEmbedder(Protocol):
+    """What recall needs from an embedder."""
+
+    model_id: str
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+DEFAULT_MIN_VECTOR_SIMILARITY = 0.3
+"""A vector neighbour below this cosine similarity is not evidence of relevance."""
+
+
+@dataclass(frozen=True)
+class RecallRequest:
+    """Everything that determines a ranking."""
+
+    agent_ids: tuple[str, ...]
+    query: str
+    top_k: int = 8
+    weights: SignalWeights = field(default_factory=default_weights)
+    k: int = 60
+    min_relevance: float = 0.0
+    min_confidence: Confidence | None = None
+    confidence_weight: float = 0.0
+    candidate_pool: int = 100
+    recency_pool: int = 50
+    max_query_terms: int = 8
+    max_query_postings: int | None = DEFAULT_MAX_POSTINGS
+    recency_resolution_s: float = DEFAULT_RESOLUTION_S
+    phrase_weight: float = PHRASE_WEIGHT
+    context_weight: float = CONTEXT_WEIGHT
+    context_window: int = CONTEXT_WINDOW
+    context_sources: int = CONTEXT_SOURCES
+    context_max_gap_s: float = CONTEXT_MAX_GAP_S
+    min_vector_similarity: float = DEFAULT_MIN_VECTOR_SIMILARITY
+
+
+@dataclass(frozen=True)
+class RecallOutcome:
+    """The ranked results plus what the keyword signal actually searched for."""
+
+    results: list[Fused]
+    terms: list[str]
+    vector_used: bool
+    keyword_sources: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+    """Per keyword-ranked fact: ``("match" | "phrase" | "context", lending fact id or None)``."""
+
+
+def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
+    """Labels at or above ``min_confidence`` (None = no filter)."""
+    if min_confidence is None:
+        return None
+    floor = CONFIDENCE_LEVELS[min_confidence]
+    return [label for label, level in CONFIDENCE_LEVELS.items() if level >= floor]
+
+
+def keyword_terms(
+    store: Store,
+    agent_ids: Sequence[str],
+    query: str,
+    max_terms: int,
+    max_postings: int | None = DEFAULT_MAX_POSTINGS,
+) -> list[str]:
+    """Query terms after alias expansion and rarity capping, as sent to ``Store.keyword_search``."""
+    terms = query_terms(query)
+    if not terms:
+        return []
+    namespaces = list(dict.fromkeys(agent_ids))
+    groups = [[alias.text, *alias.equivalents] for alias in store.aliases(namespaces)]
+    if groups:
+        terms = expand_with_aliases(terms, groups)
+    frequencies = store.document_frequencies(terms)
+    return select_terms(terms, frequencies, max_terms, max_postings)
+
+
+def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | None = None) -> RecallOutcome:
+    """Rank the facts of ``request.agent_ids`` for ``request.query``. Read-only."""
+    confidences = allowed_confidences(request.min_confidence)
+    agent_ids = list(dict.fromkeys(request.agent_ids))
+    pool = max(request.candidate_pool, request.top_k)
+    weights = request.weights
+
+    # The vector signal (query embedding + cosine search) runs in a worker thread while the keyword
+    # searches run here: numpy, SQLite and HTTP embedders all release the GIL.
+    vector_job: Future[tuple[list[str], bool]] | None = None
+    if embedder is not None and request.query.strip() and weights.vector > 0:
+        vector_job = _workers().submit(
+            _vector_candidates,
+            store,
+            embedder,
+            request.query,
+            agent_ids,
+            pool,
+            confidences,
+            request.min_vector_similarity,
+        )
+
+    terms: list[str] = []
+    evidence = KeywordEvidence()
+    if request.query.strip() and weights.keyword > 0:
+        terms = keyword_terms(
+            store, agent_ids, request.query, request.max_query_terms, request.max_query_postings
+        )
+        evidence = keyword_evidence(
+            store,
+            agent_ids,
+            request.query,
+            terms,
+            pool,
+            confidences,
+            phrase_weight=request.phrase_weight,
+            context_weight=request.context_weight,
+            context_window=request.context_window,
+            context_sources=request.context_sources,
+        )
+
+    vector_ids, vector_used = vector_job.result() if vector_job is not None else ([], False)
+
+    recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
+    recent_set = set(recent_ids)
+
+    pool_ids = list(dict.fromkeys([*evidence.candidate_ids(), *vector_ids, *recent_ids]))
+    allowed = None if confidences is None else set(confidences)
+    info, loaded = _rank_info(store, pool_ids)
+    info = {fid: row for fid, row in info.items() if allowed is None or row[1] in allowed}
+    keyword_score, keyword_sources = combine(
+        evidence, {fid: row[0] for fid, row in info.items()}, pool, max_gap_s=request.context_max_gap_s
+    )
+    # A query with informative words only returns facts with evidence of relevance (a keyword, phrase or
+    # context hit, or a close vector neighbour); recency then orders among those. An empty or stop-word-only
+    # query, or recency-only weights, keep the pure recency window (session start, sliding window).
+    relevance_required = bool(query_terms(request.query)) and (weights.keyword > 0 or vector_job is not None)
+    members = (
+        {*keyword_score, *vector_ids} if relevance_required else {*keyword_score, *vector_ids, *recent_ids}
+    )
+    # Recency ranks place each fact in the agent's recent timeline: the newest facts take their ranks
+    # even when they are not returned, so a relevant fact's recency rank reflects how much was written
+    # after it, not only how many other matches are newer.
+    timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent_set}
+    info = {fid: row for fid, row in info.items() if fid in members}
+    keyword_order = sorted(
+        (fid for fid in keyword_score if fid in info),
+        key=lambda fid: (-keyword_score[fid], info[fid][0], fid),
+    )
+    keyword_rank = {fid: i + 1 for i, fid in enumerate(keyword_order)}
+    vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in info)}
+    recency_rank = recency_ranks(
+        timeline, resolution_s=request.recency_resolution_s, exact=not keyword_rank and not vector_rank
+    )
+    ranks = {
+        fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in info
+    }
+    ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
+
+    def load(ids: Sequence[str]) -> dict[str, Fact]:
+        missing = [fid for fid in ids if fid not in loaded]
+        if missing:
+            loaded.update((f.id, f) for f in store.get_facts(missing))
+        return {
+            fid: fact
+            for fid in ids
+            if (fact := loaded.get(fid)) is not None
+            and fact.live
+            and fact.kind == "fact"
+            and (allowed is None or fact.confidence in allowed)
+        }
+
+    results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
+    return RecallOutcome(
+        results,
+        terms,
+        vector_used,
+        {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources},
+    )
+
+
+def _rank_info(store: Store, fact_ids: list[str]) -> tuple[dict[str, tuple[datetime, str]], dict[str, Fact]]:
+    """``(created_at, confidence)`` of the live facts among ``fact_ids``, and any facts already decoded.
+
+    Uses the backend's light ``rank_info`` when it has one; otherwise decodes the facts (same ranking).
+    """
+    light = getattr(store, "rank_info", None)
+    if light is not None:
+        return dict(light(fact_ids)), {}
+    facts = {f.id: f for f in store.get_facts(fact_ids) if f.live and f.kind == "fact"}
+    return {fid: (f.created_at, f.confidence) for fid, f in facts.items()}, facts
+
+
+def _vector_candidates(
+    store: Store,
+    embedder: QueryEmbedder,
+    query: str,
+    agent_ids: list[str],
+    limit: int,
+    confidences: list[str] | None,
+    min_similarity: float = 0.0,
+) -> tuple[list[str], bool]:
+    """Ids of the cosine-nearest facts at or above ``min_similarity``, and whether the query embedded."""
+    try:
+        query_vector = embedder.embed([query])[0]
+    except Exception:  # an unreachable embedder degrades recall to keyword + recency, never fails it
+        return [], False
+    hits = store.vector_search(agent_ids, query_vector, embedder.model_id, limit, confidences)
+    return [hit.fact_id for hit in hits if hit.score >= min_similarity], True
+
+
+_WORKERS: ThreadPoolExecutor | None = None
+_WORKERS_LOCK = threading.Lock()
+
+
+def _workers() -> ThreadPoolExecutor:
+    """A small shared pool for the vector signal, created on first use (keyword-only never starts it)."""
+    global _WORKERS
+    with _WORKERS_LOCK:
+        if _WORKERS is None:
+            _WORKERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graymatter-vector")
+        return _WORKERS

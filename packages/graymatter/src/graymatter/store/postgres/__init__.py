@@ -1,0 +1,1 @@
+"""The PostgreSQL team backend (psycopg 3 + pgvector)."""

@@ -1,0 +1,133 @@
+"""Input validation shared by every face (library, CLI, MCP, REST). Failures raise ``InvalidInput``
+before any effect, with a one-line message that never echoes the offending text."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from graymatter.errors import InvalidInput
+from graymatter.models import CONFIDENCE_LEVELS, Confidence, Provenance
+
+
+def agent_id(value: Any, max_chars: int = 1024) -> str:
+    """A non-blank string, returned unchanged (``" a "`` and ``"a"`` are different agents)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput("agent_id is required (a non-blank string)")
+    if len(value) > max_chars:
+        raise InvalidInput(f"agent_id is {len(value)} characters; the limit is {max_chars}")
+    if "\x00" in value:
+        raise InvalidInput("agent_id must not contain NUL characters")
+    return value
+
+
+def text(value: Any, max_bytes: int, field: str = "text") -> str:
+    """Non-blank text within the byte limit (UTF-8)."""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string")
+    if not value.strip():
+        raise InvalidInput(f"{field} is empty")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        raise InvalidInput(f"{field} is {size} bytes; the limit is {max_bytes} bytes")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field} is not valid Unicode (lone surrogate)") from None
+    return value
+
+
+def query(value: Any, max_bytes: int) -> str:
+    """A query string (may be empty: recency only) within the byte limit."""
+    if not isinstance(value, str):
+        raise InvalidInput("query must be a string")
+    size = len(value.encode("utf-8", errors="surrogatepass"))
+    if size > max_bytes:
+        raise InvalidInput(f"query is {size} bytes; the limit is {max_bytes} bytes")
+    return (
+        value.encode("utf-8", errors="replace").decode("utf-8")
+        if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value)
+        else value
+    )
+
+
+def confidence(value: Any) -> Confidence:
+    """One of ``verified``, ``inferred``, ``unverified``."""
+    if value not in CONFIDENCE_LEVELS:
+        raise InvalidInput('confidence must be "verified", "inferred" or "unverified"')
+    return value  # type: ignore[no-any-return]
+
+
+def confidence_weight(value: Any) -> float:
+    """A finite number in [0, 0.5]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput("confidence_weight must be a finite number in [0, 0.5]")
+    if not 0 <= value <= 0.5:
+        raise InvalidInput("confidence_weight must be in [0, 0.5]")
+    return float(value)
+
+
+def min_relevance(value: Any) -> float:
+    """A finite number in [0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput("min_relevance must be a finite number in [0, 1]")
+    if not 0 <= value <= 1:
+        raise InvalidInput("min_relevance must be in [0, 1]")
+    return float(value)
+
+
+def top_k(value: Any) -> int:
+    """A positive integer (at most 1000)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
+        raise InvalidInput("top_k must be an integer between 1 and 1000")
+    return value
+
+
+def provenance(value: Any) -> Provenance:
+    """A ``Provenance`` (or a dict that validates as one); ``None`` = library."""
+    if value is None:
+        return Provenance()
+    if isinstance(value, Provenance):
+        return value
+    try:
+        return Provenance.model_validate(value)
+    except Exception:
+        raise InvalidInput(
+            "provenance must have interface cli|mcp|rest|library and optional client, token_id"
+        ) from None
+
+
+def json_object(value: Any, field: str, max_bytes: int) -> dict[str, Any]:
+    """A JSON object: a dict, or a string holding one. Must serialise as strict JSON within the limit."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as exc:
+            raise InvalidInput(f"{field} must be valid JSON: {exc.msg} at position {exc.pos}") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(f"{field} must be a JSON object")
+    encoded = json_bytes(value, field)
+    if len(encoded) > max_bytes:
+        raise InvalidInput(f"{field} is {len(encoded)} bytes; the limit is {max_bytes} bytes")
+    return value
+
+
+def json_bytes(value: Any, field: str) -> bytes:
+    """Strict JSON encoding (no NaN/Infinity, string keys) or ``InvalidInput``."""
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput(f"{field} is not JSON-serialisable ({exc})") from None
+    except UnicodeEncodeError:
+        raise InvalidInput(f"{field} contains invalid Unicode") from None
+
+
+def label(value: Any, field: str) -> str:
+    """A link endpoint or relation: trimmed, lower-cased, non-blank, at most 512 characters."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInput(f"{field} is required (a non-blank string)")
+    cleaned = value.strip().lower()
+    if len(cleaned) > 512:
+        raise InvalidInput(f"{field} is longer than 512 characters")
+    return cleaned

@@ -1,0 +1,1 @@
+"""The agent loop: query the model, run tools, check limits, save after every turn."""

@@ -1,0 +1,479 @@
+"""The agent loop: query the model, run the tool batch, save, repeat, until an ending.
+
+Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
+
+- A *step* is one model request. `totals.steps` is incremented when a request is started, so a
+  request that fails or is interrupted still counts (as in mini).
+- Before every request the cumulative ceilings are checked: `0 < step_limit <= steps` -> StepLimit,
+  `0 < cost_limit <= cost` -> CostLimit, `0 < time_limit <= elapsed` -> TimeLimit. An exhausted
+  ceiling makes no request; the last request may overshoot the cost ceiling.
+- The wall-time limit covers this invocation only. It is checked before each request and also aborts
+  a request in flight (SIGALRM); a running tool is bounded by the tool timeout instead.
+- The tool calls of one reply run in order; each gets exactly one tool message. After `submit`, after a
+  harness failure (ToolError) or after an interruption, the remaining calls of the batch are not run and
+  get an error result saying so.
+- A reply without any tool call is a format error: a fixed nudge (a user message) is appended and the
+  loop continues; the third consecutive one ends the run with RepeatedFormatError.
+- Saves: the initial state before the first request, after every completed turn (tool batch or
+  nudge) with status Running, and at termination. Nothing is saved between a reply and its tool
+  batch, so every saved file ends at a model-query boundary (the resume contract). In fresh mode a
+  checkpoint (a snapshot taken at the boundary) is written by one long-lived worker thread while the
+  next request is built, sent and answered; it is always finished before the next tool batch, before
+  the next save and before the run returns. In resume mode (`stop_on_save_failure`) every save is
+  synchronous.
+- SIGINT/SIGTERM: a request in flight is abandoned, a running command's process group is killed, the
+  batch is completed with "interrupted" results, and the run ends with Interrupted after saving.
+- Save failures: reported on stderr; the run continues (fresh mode) and the process exits nonzero, or
+  with `stop_on_save_failure` (resume mode) the run stops at once with SaveError, making no further
+  request and running no further tool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+
+from tinyagent.output import Reporter
+from tinyagent.prompts import FORMAT_ERROR_NUDGE, MAX_FORMAT_ERRORS
+from tinyagent.providers.base import Provider, ProviderError
+from tinyagent.tools.toolbox import Toolbox, ToolInfrastructureError, ToolResult, clean_json_value, clean_text
+from tinyagent.trajectory.models import ExitStatus, Trajectory
+from tinyagent.types import Message, ToolCall, Usage
+
+SaveFn = Callable[[Trajectory], None]
+PriceFn = Callable[[str, Usage], "float | None"]
+
+_IDLE, _QUERY, _TOOLS = "idle", "query", "tools"
+
+
+def _valid_utf8(message: Message) -> Message:
+    """The reply with every string encodable as UTF-8, so the trajectory can always be saved."""
+    try:
+        message.model_dump_json()
+        return message
+    except ValueError:  # PydanticSerializationError is a ValueError
+        data = clean_json_value(message.model_dump())
+        return Message.model_validate(data)
+
+
+def _snapshot(traj: Trajectory) -> Trajectory:
+    """A copy safe to serialise while the loop goes on: every container the loop mutates is copied.
+
+    Messages are never mutated after they are appended, so they are shared, not deep-copied.
+    """
+    return traj.model_copy(
+        update={
+            "messages": list(traj.messages),
+            "totals": traj.totals.model_copy(),
+            "limits": traj.limits.model_copy(),
+            "timing": traj.timing.model_copy(),
+            "warnings": list(traj.warnings),
+            "resumed_from": list(traj.resumed_from),
+        }
+    )
+
+
+def utc_now() -> str:
+    """The current time as RFC 3339 UTC with millisecond precision."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class _Abort(BaseException):
+    """Raised from a signal handler to abandon a model request in flight."""
+
+    def __init__(self, status: ExitStatus, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def default_price(provider_name: str) -> PriceFn:
+    """Price a step: the provider's own reported cost wins; Ollama is free; else the pricing table."""
+
+    def price(model: str, usage: Usage) -> float | None:
+        if usage.cost_usd is not None:
+            return usage.cost_usd
+        from tinyagent.pricing import cost_for
+
+        return cost_for(model, usage, provider=provider_name)
+
+    return price
+
+
+class Agent:
+    """Runs one trajectory to an ending. Reusable building block for fresh runs and `--resume`.
+
+    `save` is called with the trajectory at every checkpoint; it raises on failure. `price`
+    returns the USD cost of a step or None when the model's price is unknown.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        toolbox: Toolbox,
+        *,
+        stream: bool = True,
+        save: SaveFn | None = None,
+        reporter: Reporter | None = None,
+        stop_on_save_failure: bool = False,
+        price: PriceFn | None = None,
+        handle_signals: bool = True,
+        overlap_saves: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.provider = provider
+        self.toolbox = toolbox
+        self.stream = stream
+        self.save = save
+        self.reporter = reporter or Reporter(quiet=True)
+        self.stop_on_save_failure = stop_on_save_failure
+        self.price = price or default_price(getattr(provider, "name", ""))
+        self.handle_signals = handle_signals
+        self.clock = clock
+        self.save_failed = False
+        self.saves = 0
+        self._phase = _IDLE
+        self._stop: tuple[ExitStatus, str] | None = None
+        self._time_up = False
+        self._started = 0.0
+        self.overlap_saves = overlap_saves
+        self._worker: _SaveWorker | None = None
+        self._pending = False  # a checkpoint was handed to the worker and not yet collected
+
+    # -- public ---------------------------------------------------------------------------------
+    def run(self, trajectory: Trajectory) -> Trajectory:
+        """Continue `trajectory` (fresh: system + task; resumed: restored history) until it ends.
+
+        The trajectory is updated in place and returned with its exit status, detail, submission,
+        totals and timing set. `trajectory.limits` holds the ceilings to enforce.
+        """
+        self._started = self.clock()
+        trajectory.exit_status = ExitStatus.RUNNING
+        trajectory.exit_detail = None
+        trajectory.submission = None
+        with self._signal_handlers(trajectory.limits.time_limit), self._save_worker():
+            if self._checkpoint(trajectory):
+                try:
+                    status, detail = self._loop(trajectory)
+                except _Abort as abort:  # defensive: an abort can only come from a request in flight
+                    status, detail = abort.status, abort.detail
+            else:
+                status, detail = ExitStatus.SAVE_ERROR, "the initial save failed"
+            self._phase = _IDLE
+            trajectory.exit_status = status
+            trajectory.exit_detail = clean_text(detail) if detail is not None else None
+            self._stamp(trajectory, final=True)
+            self._save(trajectory)
+        return trajectory
+
+    def request_stop(self, status: ExitStatus = ExitStatus.INTERRUPTED, detail: str = "interrupted") -> None:
+        """Ask the loop to stop (thread- and signal-safe): kills a running command, abandons nothing else."""
+        if self._stop is None:
+            self._stop = (status, detail)
+        self.toolbox.interrupt()
+
+    # -- loop -------------------------------------------------------------------------------------
+    def _loop(self, traj: Trajectory) -> tuple[ExitStatus, str | None]:
+        format_errors = 0
+        while True:
+            if self._stop is not None:
+                return self._stop
+            exhausted = self._exhausted(traj)
+            if exhausted is not None:
+                return exhausted
+            step = traj.totals.steps + 1
+            self.reporter.step_started(step, traj.limits.step_limit)
+            try:
+                try:
+                    self._phase = _QUERY
+                    if self._stop is not None:  # a signal arrived just before the request
+                        raise _Abort(*self._stop)
+                    traj.totals.steps = step  # counted once the request is about to be sent
+                    completion = self.provider.complete(traj.messages, traj.tools, stream=self.stream)
+                finally:
+                    # From here on no signal handler raises, so the handlers below see every exception
+                    # (an abort that races with a provider error replaces it and is caught below).
+                    self._phase = _IDLE
+            except _Abort as abort:
+                return abort.status, abort.detail
+            except ProviderError as exc:
+                return ExitStatus.PROVIDER_ERROR, f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # a provider bug must still end the run cleanly and saved
+                return ExitStatus.PROVIDER_ERROR, f"unexpected provider failure ({type(exc).__name__})"
+            self._account(traj, completion.usage)
+            reply = _valid_utf8(completion.message)
+            usage = completion.usage
+            self.reporter.progress(
+                f"step {step}: reply with {len(reply.tool_calls)} tool call(s); tokens: input "
+                f"{usage.input_tokens:,}, output {usage.output_tokens:,}, "
+                f"cache read {usage.cache_read_tokens:,}"
+            )
+            if reply.role != "assistant":
+                reply = reply.model_copy(update={"role": "assistant"})
+            traj.messages.append(reply)
+
+            if not reply.tool_calls:
+                format_errors += 1
+                traj.messages.append(Message(role="user", content=FORMAT_ERROR_NUDGE))
+                self.reporter.progress(
+                    f"step {step}: reply had no tool call ({format_errors}/{MAX_FORMAT_ERRORS})"
+                )
+                if format_errors >= MAX_FORMAT_ERRORS:
+                    return (
+                        ExitStatus.REPEATED_FORMAT_ERROR,
+                        f"{MAX_FORMAT_ERRORS} consecutive replies without a tool call",
+                    )
+                if not self._checkpoint(traj):
+                    return ExitStatus.SAVE_ERROR, "a checkpoint save failed"
+                continue
+            format_errors = 0
+
+            self._finish_pending_save()  # the previous checkpoint is durable before any tool runs
+            ending = self._run_batch(traj, step, reply.tool_calls)
+            if ending is not None:
+                return ending
+            if not self._checkpoint(traj):
+                return ExitStatus.SAVE_ERROR, "a checkpoint save failed"
+
+    def _run_batch(
+        self, traj: Trajectory, step: int, calls: list[ToolCall]
+    ) -> tuple[ExitStatus, str | None] | None:
+        submission: str | None = None
+        failure: tuple[ExitStatus, str] | None = None
+        for call in calls:
+            skip = None
+            if submission is not None:
+                skip = "error: not executed: an earlier submit in this reply ended the run"
+            elif failure is not None:
+                skip = "error: not executed: an earlier tool call failed in the harness"
+            elif self._stop is not None:
+                skip = "error: not executed: the run was interrupted"
+            if skip is not None:
+                result = ToolResult(skip, is_error=True)
+            else:
+                self.reporter.tool_call(step, call)
+                self._phase = _TOOLS
+                try:
+                    result = self.toolbox.run(call)
+                except ToolInfrastructureError as exc:
+                    result = ToolResult(f"error: {exc}", is_error=True)
+                    failure = (ExitStatus.TOOL_ERROR, str(exc))
+                except Exception as exc:
+                    result = ToolResult(f"error: internal tool failure ({type(exc).__name__})", is_error=True)
+                    failure = (
+                        ExitStatus.TOOL_ERROR,
+                        f"internal failure in tool {call.name} ({type(exc).__name__})",
+                    )
+                finally:
+                    self._phase = _IDLE
+                self.reporter.tool_result(step, call.name, result.is_error)
+                if result.submission is not None:
+                    submission = result.submission
+            traj.messages.append(
+                Message(
+                    role="tool",
+                    content=result.content,
+                    tool_call_id=call.id,
+                    name=call.name,
+                    is_error=result.is_error,
+                )
+            )
+        if submission is not None:
+            traj.submission = submission
+            return ExitStatus.SUBMITTED, None
+        if failure is not None:
+            return failure
+        if self._stop is not None:
+            return self._stop
+        return None
+
+    # -- accounting and limits ------------------------------------------------------------------
+    def _account(self, traj: Trajectory, usage: Usage) -> None:
+        totals = traj.totals
+        totals.input_tokens += usage.input_tokens
+        totals.output_tokens += usage.output_tokens
+        totals.cache_read_tokens += usage.cache_read_tokens
+        totals.cache_write_tokens += usage.cache_write_tokens
+        try:
+            cost = self.price(traj.model, usage)
+        except Exception:
+            cost = None
+        if cost is None:
+            totals.cost_known = False
+            message = f"unknown price for model {traj.model!r}: its cost is not counted"
+            if message not in traj.warnings:
+                traj.warnings.append(message)
+            self.reporter.warning(message, once_key="price")
+            if traj.limits.cost_limit > 0:
+                self.reporter.warning(
+                    "the cost limit only counts steps with a known price", once_key="price-limit"
+                )
+        else:
+            totals.cost_usd += cost
+
+    def _elapsed(self) -> float:
+        return max(0.0, self.clock() - self._started)
+
+    def _exhausted(self, traj: Trajectory) -> tuple[ExitStatus, str] | None:
+        limits, totals = traj.limits, traj.totals
+        if 0 < limits.step_limit <= totals.steps:
+            return ExitStatus.STEP_LIMIT, f"step limit {limits.step_limit} reached ({totals.steps} steps)"
+        if 0 < limits.cost_limit <= totals.cost_usd:
+            return (
+                ExitStatus.COST_LIMIT,
+                f"cost limit ${limits.cost_limit:g} reached (${totals.cost_usd:.4f} spent)",
+            )
+        if self._time_up or 0 < limits.time_limit <= self._elapsed():
+            return ExitStatus.TIME_LIMIT, f"time limit {limits.time_limit:g} s reached"
+        return None
+
+    # -- persistence ----------------------------------------------------------------------------
+    def _stamp(self, traj: Trajectory, *, final: bool = False) -> None:
+        traj.timing.elapsed_seconds = round(self._elapsed(), 3)
+        if final:
+            traj.timing.ended_at = utc_now()
+
+    def _save(self, traj: Trajectory) -> bool:
+        """Synchronous save (after any overlapped one has finished); reports a failure on stderr."""
+        self._finish_pending_save()
+        if self.save is None:
+            return True
+        self.saves += 1
+        try:
+            self.save(traj)
+            return True
+        except Exception as exc:
+            self._report_save_failure(exc)
+            return False
+
+    def _report_save_failure(self, exc: BaseException) -> None:
+        self.save_failed = True
+        self.reporter.error(f"could not save the trajectory: {exc}")
+
+    def _checkpoint(self, traj: Trajectory) -> bool:
+        """Save a Running checkpoint; False means the run must stop (resume mode only).
+
+        In fresh mode (`overlap_saves`) the trajectory is encoded now (or, for a plain save callable,
+        snapshotted) and the durable write runs in the save worker, overlapping the next model
+        request; `_finish_pending_save` waits for it before any tool runs and before any other save,
+        so no tool effect ever precedes the durable checkpoint of the turn before it.
+        """
+        self._stamp(traj)
+        if self.save is not None and self.overlap_saves and not self.stop_on_save_failure:
+            self._finish_pending_save()
+            self.saves += 1
+            encode, write = getattr(self.save, "encode", None), getattr(self.save, "write", None)
+            if callable(encode) and callable(write):
+                # Encoding here, not in the worker, keeps the worker off the GIL while this thread
+                # builds and sends the next request; the worker only does the durable write.
+                try:
+                    job = functools.partial(write, encode(traj))
+                except Exception as exc:
+                    self._report_save_failure(exc)
+                    return True
+            else:
+                job = functools.partial(self.save, _snapshot(traj))
+            if self._worker is None:
+                self._worker = _SaveWorker()
+            self._worker.submit(job)
+            self._pending = True
+            return True
+        ok = self._save(traj)
+        return ok or not self.stop_on_save_failure
+
+    def _finish_pending_save(self) -> None:
+        """Wait for an overlapped save and report its failure (main thread only)."""
+        if not self._pending or self._worker is None:
+            return
+        self._pending = False
+        error = self._worker.result()
+        if error is not None:
+            self._report_save_failure(error)
+
+    @contextlib.contextmanager
+    def _save_worker(self) -> Iterator[None]:
+        """The worker of this run is stopped when the run returns (it is started on first use)."""
+        try:
+            yield
+        finally:
+            self._finish_pending_save()
+            worker, self._worker = self._worker, None
+            if worker is not None:
+                worker.close()
+
+    # -- signals ----------------------------------------------------------------------------------
+    def _on_stop_signal(self, signum: int, _frame: object) -> None:
+        name = signal.Signals(signum).name
+        self.request_stop(ExitStatus.INTERRUPTED, f"interrupted by {name}")
+        if self._phase == _QUERY:
+            self._phase = _IDLE
+            raise _Abort(ExitStatus.INTERRUPTED, f"interrupted by {name}")
+
+    def _on_alarm(self, _signum: int, _frame: object) -> None:
+        self._time_up = True
+        if self._phase == _QUERY:
+            self._phase = _IDLE
+            raise _Abort(ExitStatus.TIME_LIMIT, "time limit reached during a model request")
+
+    @contextlib.contextmanager
+    def _signal_handlers(self, time_limit: float) -> Iterator[None]:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {
+            signal.SIGINT: signal.signal(signal.SIGINT, self._on_stop_signal),
+            signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_stop_signal),
+        }
+        if time_limit > 0:
+            previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._on_alarm)
+            signal.setitimer(signal.ITIMER_REAL, time_limit)
+        try:
+            yield
+        finally:
+            if time_limit > 0:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+class _SaveWorker:
+    """One daemon thread running the checkpoint writes handed to it, in order, one at a time.
+
+    Long-lived so that handing over a checkpoint costs a queue put, not a thread start (which waits
+    for the new thread to be scheduled and then for the GIL to come back).
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name="tinyagent-save", daemon=True)
+        self._thread.start()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+    def result(self) -> BaseException | None:
+        """Wait for the oldest submitted save; its exception, or None when it succeeded."""
+        return self._results.get()
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                job()
+            except BaseException as exc:  # reported by the main thread; never lost
+                self._results.put(exc)
+            else:
+                self._results.put(None)

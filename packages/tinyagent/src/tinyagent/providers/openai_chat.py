@@ -1,0 +1,345 @@
+"""OpenAI-compatible Chat Completions: OpenAI, OpenRouter, Ollama's /v1 and any compatible base URL.
+
+Streaming asks for `stream_options.include_usage`; tool-call fragments are merged by `index`
+(Ollama sends each call whole, OpenAI in pieces); the usage-only final chunk may carry
+`choices: []`, `choices: null` or no `choices` at all. OpenRouter's `usage.cost` becomes
+`Usage.cost_usd`. Reasoning text/details returned by OpenRouter-, Ollama- or vLLM-style servers are
+kept in `Message.provider_state["openai_chat"]` and sent back only to the provider that produced them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from tinyagent.providers.adapter import HttpAdapter
+from tinyagent.providers.base import ProviderConnectionError, ProviderProtocolError
+from tinyagent.providers.fields import (
+    cost_field,
+    index_field,
+    mapping,
+    sequence,
+    text_field,
+    token_field,
+)
+from tinyagent.providers.history import PairingChecker, check_pairing, distinct_call_ids, wire_arguments
+from tinyagent.providers.http.client import RetryPolicy, StreamProgress, error_for_status
+from tinyagent.providers.sse import SSEEvent
+from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
+
+__all__ = ["OpenAIChatProvider", "chat_usage"]
+
+STATE_KEY = "openai_chat"
+
+
+def chat_usage(raw: Mapping[str, Any] | None) -> Usage:
+    """Normalise a Chat Completions `usage` object (cached and cache-write tokens are inside prompt)."""
+    if not isinstance(raw, Mapping):
+        return Usage()
+    details = raw.get("prompt_tokens_details")
+    details = details if isinstance(details, Mapping) else {}
+    prompt = token_field(raw.get("prompt_tokens"))
+    cached = token_field(details.get("cached_tokens"))
+    written = token_field(details.get("cache_write_tokens"))
+    return Usage(
+        input_tokens=max(0, prompt - cached - written),
+        output_tokens=token_field(raw.get("completion_tokens")),
+        cache_read_tokens=cached,
+        cache_write_tokens=written,
+        cost_usd=cost_field(raw.get("cost")),
+    )
+
+
+class OpenAIChatProvider(HttpAdapter):
+    """A Chat Completions endpoint (`{base_url}/chat/completions`)."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str,
+        api_key: str | None = None,
+        name: str = "openai",
+        timeout: float = 300.0,
+        max_retries: int = 3,
+        key_hint: str | None = "OPENAI_API_KEY",
+        extra_headers: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.name = name
+        self.model = model
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        headers = dict(extra_headers or {})
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._open_http(
+            headers=headers,
+            timeout=timeout,
+            retry=retry,
+            max_retries=max_retries,
+            key_hint=key_hint,
+            api_key=api_key,
+            sleep=sleep,
+        )
+
+        # see request_payload: (message, its JSON, the pairing state after it)
+        self._encoded: list[tuple[Message, str, tuple[tuple[str, ...], int | None]]] = []
+        self._encoded_tools: tuple[list[ToolSpec], str] = ([], "")
+
+    # request ---------------------------------------------------------------------------------
+    def build_request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    ) -> dict[str, Any]:
+        """The exact request body for this history (public for tests and debugging)."""
+        check_pairing(messages, self.name)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": [self._wire_message(m) for m in messages],
+            "stream": stream,
+        }
+        if tools:
+            body["tools"] = [_wire_tool(t) for t in tools]
+        if stream:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def request_payload(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    ) -> bytes:
+        """`build_request` encoded as UTF-8 JSON, re-encoding only what changed since the last call.
+
+        The agent's history only grows and a message is never mutated once appended, so the JSON of
+        every message object already encoded (same object, same position) is reused; any other
+        history is simply encoded afresh. Chat Completions puts stored ids on the wire unchanged, so
+        a message's wire form depends on that message alone.
+        """
+        cache = self._encoded
+        keep = 0
+        limit = min(len(cache), len(messages))
+        while keep < limit and cache[keep][0] is messages[keep]:
+            keep += 1
+        del cache[keep:]
+        # The pairing check (as check_pairing) resumes after the reused prefix: each entry keeps the
+        # checker state after its message, and a message enters the cache only once it passed.
+        checker = PairingChecker(self.name, cache[keep - 1][2] if keep else ((), None))
+        for index in range(keep, len(messages)):
+            message = messages[index]
+            checker.feed(index, message)
+            text = json.dumps(self._wire_message(message), ensure_ascii=False)
+            cache.append((message, text, checker.state()))
+        checker.finish()
+        parts = [
+            '{"model": ',
+            json.dumps(self.model, ensure_ascii=False),
+            ', "messages": [',
+            ", ".join(entry[1] for entry in cache),
+            '], "stream": ',
+            "true" if stream else "false",
+        ]
+        if tools:
+            tool_list = list(tools)
+            cached_tools, tools_text = self._encoded_tools
+            if not _same_objects(cached_tools, tool_list):
+                tools_text = json.dumps([_wire_tool(t) for t in tool_list], ensure_ascii=False)
+                self._encoded_tools = (tool_list, tools_text)
+            parts += [', "tools": ', tools_text]
+        if stream:
+            parts.append(', "stream_options": {"include_usage": true}')
+        parts.append("}")
+        return "".join(parts).encode("utf-8")
+
+    def _wire_message(self, message: Message) -> dict[str, Any]:
+        if message.role in ("system", "user"):
+            return {"role": message.role, "content": message.content or ""}
+        if message.role == "assistant":
+            item: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                item["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": wire_arguments(c.arguments)},
+                    }
+                    for c in message.tool_calls
+                ]
+            elif message.content is None:
+                item["content"] = ""
+            state = (message.provider_state or {}).get(STATE_KEY)
+            if isinstance(state, dict) and state.get("provider") == self.name:
+                for key in ("reasoning", "reasoning_content", "reasoning_details"):
+                    if state.get(key):
+                        item[key] = state[key]
+            return item
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content or ""}
+
+    # response --------------------------------------------------------------------------------
+    def _embedded_error(self, error: Any) -> Exception:
+        status = 502
+        code = mapping(error).get("code")
+        if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+            status = code
+        return error_for_status(
+            status, json.dumps({"error": error}).encode(), provider=self.name, url=self.url, key_hint=None
+        )
+
+    def _parse(self, data: Any) -> Completion:
+        if not isinstance(data, dict):
+            raise ProviderProtocolError(f"{self.name}: response is not a JSON object")
+        choices = sequence(data.get("choices"))
+        if not choices:
+            if data.get("error"):
+                raise self._embedded_error(data["error"])
+            raise ProviderProtocolError(f"{self.name}: response has no choices")
+        choice = mapping(choices[0])
+        raw = choice.get("message")
+        if not isinstance(raw, Mapping):
+            raise ProviderProtocolError(f"{self.name}: response choice has no message")
+        calls = []
+        for position, tc in enumerate(sequence(raw.get("tool_calls"))):
+            fn = mapping(mapping(tc).get("function"))
+            calls.append(
+                self._tool_call(mapping(tc).get("id"), fn.get("name"), fn.get("arguments"), position)
+            )
+        state = {k: raw[k] for k in ("reasoning", "reasoning_content", "reasoning_details") if raw.get(k)}
+        message = Message(
+            role="assistant",
+            content=_text(raw.get("content")),
+            tool_calls=distinct_call_ids(calls),
+            provider_state={STATE_KEY: {"provider": self.name, **state}} if state else None,
+        )
+        return Completion(
+            message=message,
+            usage=chat_usage(data.get("usage")),
+            finish_reason=text_field(choice.get("finish_reason")) or ("tool_calls" if calls else "stop"),
+            model=text_field(data.get("model")) or self.model,
+            response_id=text_field(data.get("id")),
+        )
+
+    def _tool_call(self, call_id: Any, name: Any, arguments: Any, position: int) -> ToolCall:
+        if not isinstance(name, str) or not name:
+            raise ProviderProtocolError(f"{self.name}: tool call {position} has no function name")
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            arguments = "{}"
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        return ToolCall(id=text_field(call_id) or f"call_{position}", name=name, arguments=arguments)
+
+    def _consume(
+        self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: Callable[[str], None] | None
+    ) -> Completion:
+        text: list[str] = []
+        reasoning: dict[str, str] = {}
+        details: dict[int, dict[str, Any]] = {}
+        calls: dict[int, dict[str, Any]] = {}
+        finish: str | None = None
+        usage: Any = None
+        response_id: str | None = None
+        model = ""
+        done = False
+        for event in events:
+            if event.data.strip() == "[DONE]":
+                done = True
+                break
+            try:
+                chunk = json.loads(event.data)
+            except ValueError:
+                raise ProviderProtocolError(f"{self.name}: malformed JSON in the response stream") from None
+            if not isinstance(chunk, dict):
+                raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
+            if chunk.get("error"):
+                raise self._embedded_error(chunk["error"])
+            response_id = response_id or text_field(chunk.get("id"))
+            model = text_field(chunk.get("model")) or model
+            if isinstance(chunk.get("usage"), Mapping):
+                usage = chunk["usage"]
+            for choice in sequence(chunk.get("choices")):
+                if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                    continue
+                delta = mapping(choice.get("delta"))
+                piece = delta.get("content")
+                if isinstance(piece, str) and piece:
+                    text.append(piece)
+                    if on_text is not None:
+                        progress.handed_out = True
+                        on_text(piece)
+                for key in ("reasoning", "reasoning_content"):
+                    if isinstance(delta.get(key), str):
+                        reasoning[key] = reasoning.get(key, "") + delta[key]
+                for position, detail in enumerate(sequence(delta.get("reasoning_details"))):
+                    if isinstance(detail, Mapping):
+                        slot = index_field(detail.get("index"), position)
+                        _merge_fragment(details.setdefault(slot, {}), detail)
+                for position, tc in enumerate(sequence(delta.get("tool_calls"))):
+                    if not isinstance(tc, Mapping):
+                        continue
+                    entry = calls.setdefault(
+                        index_field(tc.get("index"), position), {"id": None, "name": None, "args": []}
+                    )
+                    entry["id"] = text_field(tc.get("id")) or entry["id"]
+                    fn = mapping(tc.get("function"))
+                    entry["name"] = text_field(fn.get("name")) or entry["name"]
+                    arguments = fn.get("arguments")
+                    if isinstance(arguments, Mapping):
+                        entry["args"].append(json.dumps(arguments))
+                    elif isinstance(arguments, str):
+                        entry["args"].append(arguments)
+                finish = text_field(choice.get("finish_reason")) or finish
+        if not done and finish is None:
+            raise ProviderConnectionError(
+                f"{self.name}: the response stream ended before the reply was complete"
+            )
+        tool_calls = [
+            self._tool_call(entry["id"], entry["name"], "".join(entry["args"]), position)
+            for position, (_, entry) in enumerate(sorted(calls.items()))
+        ]
+        state: dict[str, Any] = {k: v for k, v in reasoning.items() if v}
+        if details:
+            state["reasoning_details"] = [details[k] for k in sorted(details)]
+        message = Message(
+            role="assistant",
+            content="".join(text) if text else None,
+            tool_calls=distinct_call_ids(tool_calls),
+            provider_state={STATE_KEY: {"provider": self.name, **state}} if state else None,
+        )
+        return Completion(
+            message=message,
+            usage=chat_usage(usage),
+            finish_reason=finish or ("tool_calls" if tool_calls else "stop"),
+            model=model or self.model,
+            response_id=response_id,
+        )
+
+
+def _merge_fragment(target: dict[str, Any], fragment: Mapping[str, Any]) -> None:
+    for key, value in fragment.items():
+        if (
+            isinstance(value, str)
+            and isinstance(target.get(key), str)
+            and key not in ("type", "id", "format")
+        ):
+            target[key] += value
+        else:
+            target[key] = value
+
+
+def _text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content or None
+    if isinstance(content, list):
+        parts = [p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "".join(parts) or None
+    return None
+
+
+def _wire_tool(tool: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters},
+    }
+
+
+def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))

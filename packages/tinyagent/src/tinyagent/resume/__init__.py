@@ -1,0 +1,1 @@
+"""--resume: validate an unfinished run's checkpoint and continue it."""

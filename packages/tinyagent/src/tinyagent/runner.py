@@ -1,0 +1,162 @@
+"""Composition of one invocation: provider, toolbox, agent, saving, summary and exit code.
+
+These building blocks are shared by fresh runs (`tinyagent.cli`) and `--resume` (`tinyagent.resume.run`):
+
+- `build_provider(settings, flag_base_url)`: the provider with its endpoint/key resolved from the flag,
+  the environment and config (never from a trajectory);
+- `new_trajectory(task, settings, system_prompt)`: the initial trajectory of a fresh run, resume
+  metadata included;
+- `execute(trajectory, settings, provider, output_path, reporter, stop_on_save_failure)`: run the
+  agent, print the summary on stderr and the final answer on stdout, return the exit code.
+
+Exit codes: 0 = Submitted and every save succeeded; 1 = any other ending or a failed save;
+2 = usage/configuration error (raised before the run starts).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tinyagent import __version__
+from tinyagent.output import Reporter
+
+if TYPE_CHECKING:
+    from tinyagent.config import Settings
+    from tinyagent.providers.base import Provider
+    from tinyagent.trajectory.models import Limits, Trajectory
+
+EXIT_SUCCESS = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+def default_output_path(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_STATE_HOME/tinyagent/runs/run-<UTC time>-<pid>.json` (default ~/.local/state)."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_STATE_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".local", "state"
+    )
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(base) / "tinyagent" / "runs" / f"run-{stamp}-{os.getpid()}.json"
+
+
+def build_provider(
+    settings: Settings, flag_base_url: str | None = None, environ: Mapping[str, str] | None = None
+) -> Provider:
+    """Construct the configured provider. Endpoint: flag > provider env var > config > default."""
+    env = os.environ if environ is None else environ
+    if settings.provider == "scripted":
+        from tinyagent.providers.scripted import SCRIPT_ENV, ScriptedProvider
+
+        script = flag_base_url or env.get(SCRIPT_ENV) or settings.base_url
+        if not script:
+            from tinyagent.config import ConfigError
+
+            raise ConfigError(f"--provider scripted needs a script: pass --base-url FILE or set {SCRIPT_ENV}")
+        return ScriptedProvider.from_file(script, model=settings.model)
+
+    from tinyagent.providers import get_provider, resolve_api_key, resolve_endpoint
+
+    base_url = resolve_endpoint(settings.provider, flag_base_url, settings.base_url, env)
+    api_key = resolve_api_key(settings.provider, env, settings.api_key)
+    return get_provider(
+        settings.provider,
+        model=settings.model,
+        base_url=base_url,
+        api_key=api_key,
+        timeout=settings.request_timeout,
+    )
+
+
+def new_trajectory(task: str, settings: Settings, system_prompt: str) -> Trajectory:
+    """The initial trajectory of a fresh run: system prompt and task, limits, tool set, resume metadata."""
+    from tinyagent.loop.agent import utc_now
+    from tinyagent.prompts import instructions_sha256
+    from tinyagent.tools.toolbox import TOOL_SPECS, toolset_sha256
+    from tinyagent.trajectory.models import ResumeMetadata, Timing, Trajectory
+    from tinyagent.types import Message
+
+    tools = list(TOOL_SPECS)
+    return Trajectory(
+        tinyagent_version=__version__,
+        task=task,
+        provider=settings.provider,
+        model=settings.model,
+        system_prompt=system_prompt,
+        messages=[Message(role="system", content=system_prompt), Message(role="user", content=task)],
+        tools=tools,
+        limits=limits_from(settings),
+        timing=Timing(started_at=utc_now()),
+        resume=ResumeMetadata(
+            cwd=settings.cwd,
+            agents_md=settings.agents_md,
+            instructions_sha256=instructions_sha256(system_prompt),
+            toolset_sha256=toolset_sha256(tools),
+        ),
+    )
+
+
+def limits_from(settings: Settings) -> Limits:
+    """The `Limits` record for the settings of this invocation."""
+    from tinyagent.trajectory.models import Limits
+
+    return Limits(
+        step_limit=settings.step_limit,
+        cost_limit=settings.cost_limit,
+        time_limit=settings.time_limit,
+        tool_timeout=settings.tool_timeout,
+    )
+
+
+def execute(
+    trajectory: Trajectory,
+    settings: Settings,
+    provider: Provider,
+    output_path: str | os.PathLike[str],
+    reporter: Reporter,
+    *,
+    stop_on_save_failure: bool = False,
+    create_new: bool = False,
+) -> int:
+    """Run `trajectory` to its end saving to `output_path`; print summary and answer; return the exit code.
+
+    `create_new`: the first save creates `output_path` and fails rather than replace a file that appeared
+    since start-up (resume's "never overwrite the destination" rule, without a check-then-write race).
+    """
+    from tinyagent.loop.agent import Agent
+    from tinyagent.tools.toolbox import Toolbox
+    from tinyagent.trajectory.files import TrajectoryFile
+    from tinyagent.trajectory.models import ExitStatus
+
+    path = os.fspath(output_path)
+    toolbox = Toolbox(settings.cwd, timeout=settings.tool_timeout, output_cap=settings.output_cap)
+    agent = Agent(
+        provider,
+        toolbox,
+        stream=settings.stream,
+        save=TrajectoryFile(path, create_new=create_new),
+        reporter=reporter,
+        stop_on_save_failure=stop_on_save_failure,
+    )
+    try:
+        agent.run(trajectory)
+    finally:
+        try:
+            provider.close()
+        except Exception:
+            pass
+    reporter.summary(trajectory, path, save_failed=agent.save_failed)
+    if trajectory.exit_status is ExitStatus.SUBMITTED and trajectory.submission is not None:
+        try:
+            sys.stdout.write(trajectory.submission + ("" if trajectory.submission.endswith("\n") else "\n"))
+            sys.stdout.flush()
+        except OSError:
+            pass
+    if trajectory.exit_status is ExitStatus.SUBMITTED and not agent.save_failed:
+        return EXIT_SUCCESS
+    return EXIT_FAILURE

@@ -1,0 +1,1 @@
+"""The tools the agent may call (bash, read, write, edit, submit)."""

@@ -1,0 +1,1 @@
+"""The trajectory: the versioned record of a run, and its atomic private files."""
