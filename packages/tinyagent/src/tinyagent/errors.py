@@ -1,0 +1,11 @@
+"""The tinyagent error family: every error tinyagent raises on purpose derives from `TinyAgentError`."""
+
+from __future__ import annotations
+
+
+class TinyAgentError(Exception):
+    """Root of every error tinyagent raises deliberately (a bug surfaces as any other exception)."""
+
+
+class UsageError(TinyAgentError):
+    """A refusal before the run starts (bad flags, settings or input); the CLI exits with `EXIT_USAGE`."""
