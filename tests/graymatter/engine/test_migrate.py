@@ -12,8 +12,7 @@ import pytest
 from graymatter import Memory
 from graymatter.engine.access import SQLiteTokenStore, TokenService
 from graymatter.store import open_store
-
-from .conftest import hermetic_env
+from support.env import hermetic_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 

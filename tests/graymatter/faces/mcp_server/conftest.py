@@ -7,11 +7,6 @@ same contract test body runs in-process and over streamable HTTP against a real 
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -21,62 +16,9 @@ from typing import Any
 import pytest
 
 from graymatter.engine.memory import Memory
+from support.processes import HttpServer, server_env
 
 HTTP_TOKEN = "contract-test-token-0123456789"
-READY = re.compile(r"listening on (http://\S+/mcp)")
-
-
-def server_env(**extra: str) -> dict[str, str]:
-    """Environment for graymatter subprocesses: no provider keys, Ollama probe aimed at a closed port."""
-    env = {
-        k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("GRAYMATTER_")
-    }
-    env["GRAYMATTER_OLLAMA_URL"] = "http://127.0.0.1:9"
-    env.update(extra)
-    return env
-
-
-def graymatter_command(store: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "graymatter", "--no-daemon", "--dir", str(store), *args]
-
-
-class HttpServer:
-    """A ``graymatter mcp serve --http`` subprocess on 127.0.0.1 with an ephemeral port."""
-
-    def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None) -> None:
-        self.process = subprocess.Popen(
-            graymatter_command(store, "mcp", "serve", "--http", "127.0.0.1:0", *extra),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env or server_env(),
-        )
-        self.url = self._wait_ready()
-
-    def _wait_ready(self) -> str:
-        assert self.process.stderr is not None
-        deadline = time.monotonic() + 60
-        seen = []
-        while time.monotonic() < deadline:
-            line = self.process.stderr.readline()
-            if not line and self.process.poll() is not None:
-                break
-            seen.append(line)
-            match = READY.search(line)
-            if match:
-                return match.group(1)
-        self.stop()
-        raise RuntimeError("graymatter mcp serve --http did not start: " + "".join(seen)[-2000:])
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture
@@ -139,19 +81,6 @@ def connect(request: pytest.FixtureRequest) -> ClientFactory:
                 yield client
 
     return over_http
-
-
-class Helpers:
-    """Subprocess helpers for test modules (conftest modules cannot be imported by name here)."""
-
-    command = staticmethod(graymatter_command)
-    env = staticmethod(server_env)
-    HttpServer = HttpServer
-
-
-@pytest.fixture(scope="session")
-def gm() -> type[Helpers]:
-    return Helpers
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .conftest import Server, auth, start_server
+from support.processes import Server, auth, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -27,7 +27,7 @@ from graymatter.faces.mcp_server.server import INSTRUCTIONS, TOOL_NAMES
 
 pytestmark = pytest.mark.timeout(180)
 
-RECORDER = Path(__file__).resolve().parents[2] / "gate" / "stdio_recorder.py"
+RECORDER = Path(__file__).resolve().parents[3] / "gate" / "stdio_recorder.py"
 SERVER_ENV = {
     **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("GRAYMATTER_")},
     "GRAYMATTER_OLLAMA_URL": "http://127.0.0.1:9",  # a closed port: no embedding provider is reachable

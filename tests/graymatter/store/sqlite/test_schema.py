@@ -14,8 +14,7 @@ from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.store.sqlite import store as sqlite_store
 from graymatter.store.sqlite.store import DB_FILENAME, SCHEMA_VERSION, SQLiteStore
-
-from .conftest import hermetic_env
+from support.env import hermetic_env
 
 
 def _version(path: Path) -> int:

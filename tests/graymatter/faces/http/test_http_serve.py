@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from graymatter.faces.http.security import MAX_BODY_BYTES, TOKEN_FILE_NAME
+from support.processes import HttpServer, graymatter_command, server_env
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,10 +32,10 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 
 @pytest.fixture(scope="module")
-def token_file_server(tmp_path_factory: pytest.TempPathFactory, gm: Any) -> Any:
+def token_file_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A server whose token comes from the token file it generates in its data directory."""
     store = tmp_path_factory.mktemp("token-file-store")
-    server = gm.HttpServer(store)
+    server = HttpServer(store)
     try:
         yield server, store
     finally:
@@ -91,13 +92,13 @@ def test_sdk_client_with_the_token_from_the_file(token_file_server: Any) -> None
     assert result.structured_content == {"found": False, "agent_id": "http"}
 
 
-def test_no_auth_is_refused_on_a_public_address(tmp_path: Path, gm: Any) -> None:
+def test_no_auth_is_refused_on_a_public_address(tmp_path: Path) -> None:
     done = subprocess.run(
-        gm.command(tmp_path, "mcp", "serve", "--http", "0.0.0.0:0", "--no-auth"),
+        graymatter_command(tmp_path, "mcp", "serve", "--http", "0.0.0.0:0", "--no-auth"),
         capture_output=True,
         text=True,
         timeout=60,
-        env=gm.env(),
+        env=server_env(),
     )
     assert done.returncode != 0
     assert "--no-auth is only allowed on a loopback address" in done.stderr
@@ -105,8 +106,8 @@ def test_no_auth_is_refused_on_a_public_address(tmp_path: Path, gm: Any) -> None
     assert not (tmp_path / TOKEN_FILE_NAME).exists()
 
 
-def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path, gm: Any) -> None:
-    server = gm.HttpServer(tmp_path, "--no-auth")
+def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> None:
+    server = HttpServer(tmp_path, "--no-auth")
     try:
         response = post(server.url, json.dumps(INITIALIZE).encode())
         assert response.status_code == 200
@@ -116,10 +117,10 @@ def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path, gm: Any) -> 
     assert not (tmp_path / TOKEN_FILE_NAME).exists()
 
 
-def test_explicit_token_flag_wins_and_is_never_printed(tmp_path: Path, gm: Any) -> None:
+def test_explicit_token_flag_wins_and_is_never_printed(tmp_path: Path) -> None:
     token = "flag-token-abcdefghijklmnop"
-    server = gm.HttpServer(
-        tmp_path, "--token", token, env=gm.env(GRAYMATTER_HTTP_TOKEN="env-token-abcdefghijkl")
+    server = HttpServer(
+        tmp_path, "--token", token, env=server_env(GRAYMATTER_HTTP_TOKEN="env-token-abcdefghijkl")
     )
     try:
         body = json.dumps(INITIALIZE).encode()
@@ -142,15 +143,13 @@ def test_explicit_token_flag_wins_and_is_never_printed(tmp_path: Path, gm: Any) 
         (["--http", "127.0.0.1:99999"], "--http port must be between 0 and 65535"),
     ],
 )
-def test_bad_serve_arguments_fail_with_one_line(
-    tmp_path: Path, gm: Any, args: list[str], message: str
-) -> None:
+def test_bad_serve_arguments_fail_with_one_line(tmp_path: Path, args: list[str], message: str) -> None:
     done = subprocess.run(
-        gm.command(tmp_path, "mcp", "serve", *args),
+        graymatter_command(tmp_path, "mcp", "serve", *args),
         capture_output=True,
         text=True,
         timeout=60,
-        env=gm.env(),
+        env=server_env(),
         stdin=subprocess.DEVNULL,
     )
     assert done.returncode != 0

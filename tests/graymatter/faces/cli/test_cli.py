@@ -12,8 +12,7 @@ from typing import Any
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
-
-from .conftest import hermetic_env
+from support.env import hermetic_env
 
 Cli = Callable[..., Any]
 

@@ -12,7 +12,8 @@ import anyio
 import httpx
 import pytest
 
-from .conftest import Server, auth, hermetic_env, start_server
+from support.env import hermetic_env
+from support.processes import Server, auth, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 

@@ -18,8 +18,8 @@ import pytest
 from graymatter import Memory
 from graymatter.engine.access import TokenService, open_token_store
 from graymatter.faces.http.rest import ServiceConfig, build_app, openapi_document
-
-from .conftest import TOKEN, Server, auth, hermetic_env, start_server
+from support.env import hermetic_env
+from support.processes import TOKEN, Server, auth, start_server
 
 pytestmark = pytest.mark.timeout(120)
 

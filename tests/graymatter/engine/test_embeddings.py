@@ -23,8 +23,8 @@ from graymatter.engine.embeddings import (
 )
 from graymatter.errors import EmbeddingError
 from graymatter.models import SignalWeights
-
-from .conftest import ProviderStub, hermetic_env
+from support.embedding_stub import EmbeddingProviderStub
+from support.env import hermetic_env
 
 VECTOR_ONLY = SignalWeights(keyword=0.0, vector=1.0, recency=0.0)
 
@@ -47,7 +47,7 @@ def _closed_port() -> int:
     return port
 
 
-def test_probe_counts_only_http_200(provider_stub: ProviderStub, silent_port: int) -> None:
+def test_probe_counts_only_http_200(provider_stub: EmbeddingProviderStub, silent_port: int) -> None:
     assert probe_ollama(provider_stub.base_url) is True
     assert provider_stub.paths("GET") == ["/api/tags"]
     provider_stub.tags_status = 404
@@ -56,7 +56,7 @@ def test_probe_counts_only_http_200(provider_stub: ProviderStub, silent_port: in
     assert probe_ollama(f"http://127.0.0.1:{_closed_port()}") is False
 
 
-def test_auto_chain_order(provider_stub: ProviderStub) -> None:
+def test_auto_chain_order(provider_stub: EmbeddingProviderStub) -> None:
     ollama = resolve_embedder(MemoryConfig(embedding="auto", ollama_url=provider_stub.base_url))
     assert isinstance(ollama, OllamaEmbedder)
     provider_stub.tags_status = 404
@@ -89,7 +89,7 @@ def test_env_selects_embedding_mode() -> None:
 
 
 def test_ollama_vectors_rank_and_explain(
-    provider_stub: ProviderStub, make_memory: Callable[..., Memory]
+    provider_stub: EmbeddingProviderStub, make_memory: Callable[..., Memory]
 ) -> None:
     embedder = OllamaEmbedder(provider_stub.base_url)
     memory = make_memory(embedder=embedder)
@@ -104,7 +104,9 @@ def test_ollama_vectors_rank_and_explain(
     assert bodies and all(b["model"] == "nomic-embed-text" for b in bodies)
 
 
-def test_openai_compatible_endpoint(provider_stub: ProviderStub, make_memory: Callable[..., Memory]) -> None:
+def test_openai_compatible_endpoint(
+    provider_stub: EmbeddingProviderStub, make_memory: Callable[..., Memory]
+) -> None:
     embedder = OpenAIEmbedder("test-key", base_url=f"{provider_stub.base_url}/v1")
     memory = make_memory(embedder=embedder)
     fact = memory.remember("a", "vectors via openai")
@@ -114,7 +116,7 @@ def test_openai_compatible_endpoint(provider_stub: ProviderStub, make_memory: Ca
 
 
 def test_embedding_failure_never_fails_a_write(
-    provider_stub: ProviderStub, make_memory: Callable[..., Memory]
+    provider_stub: EmbeddingProviderStub, make_memory: Callable[..., Memory]
 ) -> None:
     memory = make_memory(embedder=OllamaEmbedder(provider_stub.base_url))
     provider_stub.fail_embeddings = True
@@ -130,7 +132,7 @@ def test_embedding_failure_never_fails_a_write(
 
 
 def test_unreachable_embedder_at_open_queues_writes(
-    provider_stub: ProviderStub, tmp_path: Path, make_memory: Callable[..., Memory]
+    provider_stub: EmbeddingProviderStub, tmp_path: Path, make_memory: Callable[..., Memory]
 ) -> None:
     store = tmp_path / "s"
     make_memory(store, embedder=OllamaEmbedder(provider_stub.base_url)).close()
@@ -144,7 +146,7 @@ def test_unreachable_embedder_at_open_queues_writes(
 
 
 def test_model_or_dimension_change_reembeds_before_serving(
-    provider_stub: ProviderStub, tmp_path: Path, make_memory: Callable[..., Memory]
+    provider_stub: EmbeddingProviderStub, tmp_path: Path, make_memory: Callable[..., Memory]
 ) -> None:
     store = tmp_path / "s"
     first = make_memory(store, embedder=OllamaEmbedder(provider_stub.base_url))

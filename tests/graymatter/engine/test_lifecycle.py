@@ -20,8 +20,7 @@ from graymatter.engine.summarisers import (
 )
 from graymatter.errors import ProviderError
 from graymatter.models import utcnow
-
-from .conftest import ProviderStub
+from support.embedding_stub import EmbeddingProviderStub
 
 DAY = timedelta(days=1)
 
@@ -134,7 +133,7 @@ def test_extra_triggers_are_dropped_not_queued(make_memory: Callable[..., Memory
 
 @pytest.mark.parametrize("provider", ["ollama", "openai", "anthropic"])
 def test_llm_summarisation_over_http(
-    provider: str, provider_stub: ProviderStub, make_memory: Callable[..., Memory]
+    provider: str, provider_stub: EmbeddingProviderStub, make_memory: Callable[..., Memory]
 ) -> None:
     base = provider_stub.base_url
     summariser = {
@@ -157,7 +156,7 @@ def test_llm_summarisation_over_http(
 
 
 def test_unusable_model_answer_means_decay_and_prune_only(
-    provider_stub: ProviderStub, make_memory: Callable[..., Memory]
+    provider_stub: EmbeddingProviderStub, make_memory: Callable[..., Memory]
 ) -> None:
     provider_stub.generate_answer = "I cannot help with that."
     memory = make_memory(

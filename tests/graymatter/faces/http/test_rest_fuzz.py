@@ -12,8 +12,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from graymatter.faces.http.rest import openapi_document
-
-from .conftest import TOKEN, Server, start_server
+from support.processes import TOKEN, Server, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 

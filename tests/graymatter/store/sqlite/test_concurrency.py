@@ -11,8 +11,7 @@ from pathlib import Path
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
-
-from .conftest import hermetic_env
+from support.env import hermetic_env
 
 WRITERS = 8
 FACTS_PER_WRITER = 250
