@@ -9,7 +9,7 @@ import pytest
 
 from support.provider_stubs import ProviderStub
 from tinyagent.providers import get_provider
-from tinyagent.providers.http.client import RetryPolicy
+from tinyagent.providers.http.retry import RetryPolicy
 from tinyagent.types import Message, ToolCall, ToolSpec
 
 PROVIDER_NAMES = ("openai", "openrouter", "ollama", "anthropic", "codex")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from tinyagent.providers.anthropic import AnthropicProvider
 from tinyagent.providers.base import ProviderError
-from tinyagent.providers.http.client import StreamProgress
+from tinyagent.providers.http.retry import StreamProgress
 from tinyagent.providers.openai_chat import OpenAIChatProvider
 from tinyagent.providers.responses import ResponsesProvider
 from tinyagent.providers.sse import SSEEvent

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from tinyagent.providers.base import ProviderRequestError, ProviderServerError
-from tinyagent.providers.http.client import RetryPolicy
+from tinyagent.providers.http.retry import RetryPolicy
 from tinyagent.providers.responses import is_reasoning_model, responses_usage
 from tinyagent.types import Message, ToolCall, Usage
 

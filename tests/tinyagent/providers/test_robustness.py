@@ -76,7 +76,7 @@ def test_keep_alive_connection_is_reused_across_requests(stub, make, name, strea
 def test_a_body_held_open_after_the_terminator_does_not_hang_the_reply(stub, make, name, monkeypatch):
     # Without the drain's cut-off this would block until the 300 s read timeout (and trip the
     # test timeout); with it the reply returns and the connection is not reused.
-    from tinyagent.providers.http import client as http
+    from tinyagent.providers.http import streaming as http
 
     monkeypatch.setattr(http, "DRAIN_GRACE_S", 0.2)
     stub.add({"text": "complete", "linger": 120}, {"text": "next"})

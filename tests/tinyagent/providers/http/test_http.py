@@ -18,7 +18,9 @@ from tinyagent.providers.base import (
     ProviderRequestError,
     ProviderServerError,
 )
-from tinyagent.providers.http.client import HttpClient, RetryPolicy, error_for_status, parse_retry_after
+from tinyagent.providers.http.client import HttpClient
+from tinyagent.providers.http.errors import error_for_status
+from tinyagent.providers.http.retry import RetryPolicy, parse_retry_after
 from tinyagent.types import Message
 
 PROMPT = [Message(role="user", content="hi")]
@@ -306,7 +308,7 @@ def test_compressed_bodies_are_decoded_in_any_chunking(encoding):
     import gzip
     import zlib
 
-    from tinyagent.providers.http.client import _Decoder
+    from tinyagent.providers.http.decoding import ContentDecoder as _Decoder
 
     raw = json.dumps({"data": "x" * 5000, "n": list(range(300))}).encode()
     packed = {"gzip": gzip.compress, "deflate": zlib.compress, "identity": lambda b: b}[encoding](raw)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -221,7 +221,7 @@ def get_provider(
     """
     info = _info(name)
     module_name, _, class_name = info.target.partition(":")
-    cls = getattr(importlib.import_module(module_name), class_name)
+    cls: Callable[..., Provider] = getattr(importlib.import_module(module_name), class_name)
     if info.wire == "scripted":
         return cls(model=model, **options)
     base = _with_ollama_path(name, base_url) if base_url else resolve_endpoint(name, env=env)

@@ -12,7 +12,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from tinyagent.providers.http.client import HttpClient, RetryPolicy, StreamProgress
+from tinyagent.providers.http.client import HttpClient
+from tinyagent.providers.http.retry import RetryPolicy, StreamProgress
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolSpec
 

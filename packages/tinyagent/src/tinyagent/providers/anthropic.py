@@ -27,7 +27,8 @@ from tinyagent.providers.history import (
     distinct_call_ids,
     system_text,
 )
-from tinyagent.providers.http.client import RetryPolicy, StreamProgress, error_for_status
+from tinyagent.providers.http.errors import error_for_status
+from tinyagent.providers.http.retry import RetryPolicy, StreamProgress
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 

@@ -25,7 +25,8 @@ from tinyagent.providers.fields import (
     token_field,
 )
 from tinyagent.providers.history import PairingChecker, check_pairing, distinct_call_ids, wire_arguments
-from tinyagent.providers.http.client import RetryPolicy, StreamProgress, error_for_status
+from tinyagent.providers.http.errors import error_for_status
+from tinyagent.providers.http.retry import RetryPolicy, StreamProgress
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
