@@ -1,6 +1,6 @@
 """Cost of `tinyagent --resume` validation.
 
-1. In process: `tinyagent.resume.run.validate_checkpoint` (strict JSON scan, envelope, strict schema,
+1. In process: `tinyagent.resume.validate.validate_checkpoint` (strict JSON scan, envelope, strict schema,
    counters, history and pairing, tool digest) against the baseline measured in the same run: a
    plain `Trajectory.model_validate_json` of the same bytes (what loading a trajectory as a log
    costs). Checkpoints of 100, 1,000 and 10,000 messages with 1 KiB tool outputs; medians and ratio.
@@ -72,7 +72,7 @@ def build_checkpoint(
 
 
 def _validation(quick: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    from tinyagent.resume.run import validate_checkpoint
+    from tinyagent.resume.validate import validate_checkpoint
     from tinyagent.trajectory.models import Trajectory
 
     rows = []

@@ -1,6 +1,6 @@
 """Build resumable tinyagent checkpoints in memory for the resume tests.
 
-`make_checkpoint` returns a `Trajectory` that `tinyagent.resume.run.validate_checkpoint` accepts: system
+`make_checkpoint` returns a `Trajectory` that `tinyagent.resume.validate.validate_checkpoint` accepts: system
 prompt, task, then the given assistant turns with their tool results, counters consistent, resume
 metadata filled with the real tool-set digest. Tests corrupt its JSON form to exercise refusals.
 `SECRET` is planted in the task and every tool output so tests can assert no diagnostic leaks it.

@@ -8,7 +8,10 @@ from pathlib import Path
 from support.resume_checkpoints import checkpoint_bytes, make_checkpoint
 from tinyagent.config import Settings
 from tinyagent.prompts import CONTINUATION_NOTICE
-from tinyagent.resume.run import ResumePlan, file_sha256, start_trajectory, validate_checkpoint
+from tinyagent.resume.plan import ResumePlan
+from tinyagent.resume.read import file_sha256
+from tinyagent.resume.run import start_trajectory
+from tinyagent.resume.validate import validate_checkpoint
 from tinyagent.trajectory.models import ExitStatus
 from tinyagent.types import Message
 

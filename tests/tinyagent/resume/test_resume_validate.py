@@ -1,4 +1,4 @@
-"""In-process tests of `tinyagent.resume.run.validate_checkpoint`: every file-level refusal category,
+"""In-process tests of `tinyagent.resume.validate.validate_checkpoint`: every file-level refusal category,
 accepted shapes (multiple calls per turn, ids repeated across turns), and hypothesis-generated
 corruptions that must all be refused cleanly (one line, category named, no transcript content)."""
 
@@ -20,7 +20,9 @@ from support.resume_checkpoints import (
     make_checkpoint,
     turn_messages,
 )
-from tinyagent.resume.run import MAX_CHECKPOINT_BYTES, ResumeRefused, validate_checkpoint
+from tinyagent.resume.read import MAX_CHECKPOINT_BYTES
+from tinyagent.resume.refusal import ResumeRefused
+from tinyagent.resume.validate import validate_checkpoint
 from tinyagent.trajectory.models import ExitStatus, Trajectory
 from tinyagent.types import Message
 

@@ -2,7 +2,8 @@
 
 Kept import-light: `--help` and `--version` load only argparse; pydantic, providers and HTTP clients
 are imported once a run actually starts. `--resume FILE` dispatches to `tinyagent.resume.run.run_resume`
-before any provider setup.
+before any provider setup. Every `TinyAgentError` that reaches `main` is printed as one line and mapped
+to its exit code by `EXIT_CODES`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,14 @@ import sys
 from collections.abc import Sequence
 
 from tinyagent import __version__
+from tinyagent.defaults import EXIT_FAILURE, EXIT_USAGE
+from tinyagent.errors import TinyAgentError, UsageError
 
-EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+EXIT_CODES: tuple[tuple[type[TinyAgentError], int], ...] = (
+    (UsageError, EXIT_USAGE),  # refused before the run started: flags, settings, set-up, --resume
+    (TinyAgentError, EXIT_FAILURE),
+)
+"""Error class -> process exit code, most specific first (the one place that maps errors to exit codes)."""
 
 DESCRIPTION = """\
 Run one coding task to completion (or to a limit) with a model provider, using the tools bash,
@@ -104,9 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _usage_error(message: str) -> int:
-    print(f"tinyagent: error: {message}", file=sys.stderr)
-    return EXIT_USAGE
+def exit_code_for(error: TinyAgentError) -> int:
+    """The process exit code of `error` (see `EXIT_CODES`)."""
+    return next(code for kind, code in EXIT_CODES if isinstance(error, kind))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -122,26 +129,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # only before the run installs its own handlers: nothing was saved yet
         print("tinyagent: interrupted before the run started; nothing was saved", file=sys.stderr)
         return EXIT_FAILURE
+    except TinyAgentError as error:
+        from tinyagent.output import write_stderr
+
+        write_stderr(error.line())
+        return exit_code_for(error)
 
 
 def run_fresh(args: argparse.Namespace) -> int:
-    """Start a new run from parsed arguments."""
+    """Start a new run from parsed arguments; a refusal before the run starts raises `UsageError`."""
     task = args.task
     if task == "-":
         task = sys.stdin.read()
     if task is None or not task.strip():
-        return _usage_error("a task is required: pass -t TASK (or --resume FILE to continue a run)")
+        raise UsageError("a task is required: pass -t TASK (or --resume FILE to continue a run)")
     try:
         task.encode("utf-8")
     except UnicodeEncodeError:
-        return _usage_error("the task is not valid UTF-8 text")
+        raise UsageError("the task is not valid UTF-8 text") from None
 
-    from tinyagent.config import ConfigError, resolve_settings
+    from tinyagent.config import resolve_settings
     from tinyagent.output import Reporter
-    from tinyagent.prompts import PromptError, build_system_prompt
-    from tinyagent.providers.base import ProviderError
-    from tinyagent.providers.scripted import ScriptError
-    from tinyagent.runner import build_provider, default_output_path, execute, new_trajectory
+    from tinyagent.prompts import build_system_prompt
+    from tinyagent.runner import SETUP_ERRORS, build_provider, default_output_path, execute, new_trajectory
 
     try:
         settings = resolve_settings(args)
@@ -149,8 +159,8 @@ def run_fresh(args: argparse.Namespace) -> int:
         output = settings.output or os.fspath(default_output_path())
         _check_output_path(output)
         provider = build_provider(settings, args.base_url)
-    except (ConfigError, PromptError, ScriptError, ProviderError, ValueError) as exc:
-        return _usage_error(str(exc))
+    except SETUP_ERRORS as exc:
+        raise UsageError(str(exc)) from exc
 
     reporter = Reporter(quiet=settings.quiet)
     reporter.progress(

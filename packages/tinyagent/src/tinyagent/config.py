@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tinyagent.errors import UsageError
+
 PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "ollama", "anthropic", "codex", "scripted")
 DEFAULT_PROVIDER = "openai"
 DEFAULT_MODELS: dict[str, str] = {
@@ -41,7 +43,7 @@ MAX_CONFIG_BYTES = 256 * 1024
 ENV_PREFIX = "TINYAGENT_"
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError, ValueError):
     """Invalid settings or configuration file (reported as a usage error, exit code 2)."""
 
 

@@ -19,6 +19,19 @@ PREFIX = "tinyagent:"
 PREVIEW_CHARS = 100
 
 
+def write_stderr(line: str) -> None:
+    """Write one line to stderr as is; a closed or broken stderr is ignored."""
+    _write_line(sys.stderr, line)
+
+
+def _write_line(stream: TextIO, line: str) -> None:
+    try:
+        stream.write(line + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass  # a closed stderr must never break the run
+
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     """One line, at most `limit` characters, for progress output."""
     flat = " ".join(text.split())
@@ -52,11 +65,7 @@ class Reporter:
         self._warned: set[str] = set()
 
     def _write(self, line: str) -> None:
-        try:
-            self.stream.write(f"{PREFIX} {line}\n")
-            self.stream.flush()
-        except (OSError, ValueError):
-            pass  # a closed stderr must never break the run
+        _write_line(self.stream, f"{PREFIX} {line}")
 
     def progress(self, line: str) -> None:
         """A progress line (hidden with --quiet)."""

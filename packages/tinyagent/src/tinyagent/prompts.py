@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
+from tinyagent.errors import UsageError
+
 AgentsMdMode = Literal["auto", "off"]
 AGENTS_MD_MODES: tuple[str, ...] = ("auto", "off")
 AGENTS_MD_NAME = "AGENTS.md"
@@ -63,7 +65,7 @@ CONTINUATION_NOTICE = (
 )
 
 
-class PromptError(ValueError):
+class PromptError(UsageError, ValueError):
     """The instructions could not be loaded (for example an unreadable or oversized AGENTS.md)."""
 
 

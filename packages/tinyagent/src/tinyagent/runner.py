@@ -9,8 +9,9 @@ These building blocks are shared by fresh runs (`tinyagent.cli`) and `--resume` 
 - `execute(trajectory, settings, provider, output_path, reporter, stop_on_save_failure)`: run the
   agent, print the summary on stderr and the final answer on stdout, return the exit code.
 
-Exit codes: 0 = Submitted and every save succeeded; 1 = any other ending or a failed save;
-2 = usage/configuration error (raised before the run starts).
+Exit codes (`tinyagent.defaults`): `EXIT_OK` = Submitted and every save succeeded; `EXIT_FAILURE` = any
+other ending or a failed save. A failed set-up (`SETUP_ERRORS`) is raised before the run starts and the CLI
+reports it as a usage error (`EXIT_USAGE`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tinyagent import __version__
+from tinyagent.defaults import EXIT_FAILURE, EXIT_OK
+from tinyagent.errors import TinyAgentError
 from tinyagent.output import Reporter
+from tinyagent.providers.base import ProviderError
 
 if TYPE_CHECKING:
     from tinyagent.config import Settings
     from tinyagent.providers.base import Provider
     from tinyagent.trajectory.models import Limits, Trajectory
 
-EXIT_SUCCESS = 0
-EXIT_FAILURE = 1
-EXIT_USAGE = 2
+SETUP_ERRORS: tuple[type[Exception], ...] = (TinyAgentError, ProviderError, ValueError)
+"""What a failed set-up raises (settings, instructions, output path, provider): reported as a usage error."""
 
 
 def default_output_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -158,5 +161,5 @@ def execute(
         except OSError:
             pass
     if trajectory.exit_status is ExitStatus.SUBMITTED and not agent.save_failed:
-        return EXIT_SUCCESS
+        return EXIT_OK
     return EXIT_FAILURE

@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from tinyagent.errors import UsageError
 from tinyagent.providers import base
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
@@ -45,7 +46,7 @@ _ERRORS: dict[str, type[base.ProviderError]] = {
 }
 
 
-class ScriptError(ValueError):
+class ScriptError(UsageError, ValueError):
     """The script itself is invalid."""
 
 

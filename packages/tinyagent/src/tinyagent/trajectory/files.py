@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tinyagent.errors import TinyAgentError
+
 if TYPE_CHECKING:
     from tinyagent.trajectory.models import Trajectory
 
@@ -29,11 +31,11 @@ FAULT_ENV = "TINYAGENT_TEST_FAIL_SAVE"
 _save_count = 0
 
 
-class SaveError(OSError):
+class SaveError(TinyAgentError, OSError):
     """The trajectory could not be written; the previous file (if any) is unchanged."""
 
 
-class LoadError(ValueError):
+class LoadError(TinyAgentError, ValueError):
     """A trajectory file could not be read or is not a valid trajectory.
 
     `category` names what failed (missing, unreadable, not-a-file, empty, oversized, encoding,
@@ -162,7 +164,7 @@ class TrajectoryEncoder:
         head_values = tuple(getattr(trajectory, name) for name in head_fields)
         if self._head is None or not _same_values(self._head[0], head_values):
             self._head = (head_values, _inner(trajectory, head_fields))
-        tools = list(trajectory.tools)
+        tools: list[object] = list(trajectory.tools)
         if self._tools is None or not _same_values(self._tools[0], tools, identity=True):
             self._tools = (tools, _inner(trajectory, ["tools"]))
         parts = [

@@ -5,19 +5,19 @@ The pydantic models here are the only definition of the format (see docs/traject
 metadata that `--resume` validates (canonical cwd, instruction mode and digest, tool-set digest).
 A file without `resume` metadata (or with an unknown `resume.version`) is a log, not a checkpoint.
 
-Loading and atomic saving live in `tinyagent.trajectory.files`; resume validation in `tinyagent.resume.run`.
+Loading and atomic saving live in `tinyagent.trajectory.files`; resume validation in `tinyagent.resume`.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from tinyagent.types import Message, ToolSpec
 
-TRAJECTORY_FORMAT = "tinyagent-trajectory"
+TRAJECTORY_FORMAT: Final = "tinyagent-trajectory"
 FORMAT_VERSION = 1
 RESUME_VERSION = 1
 

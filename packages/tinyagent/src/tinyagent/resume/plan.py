@@ -1,0 +1,212 @@
+"""Checking a `--resume` invocation against its checkpoint: task, model, provider, cwd, output, instructions.
+
+`prepare_resume(args)` reads and validates the checkpoint, checks the invocation against it and returns
+a `ResumePlan`, or raises `ResumeRefused`. It writes nothing, constructs no provider and runs no tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tinyagent.resume.read import file_sha256, read_checkpoint
+from tinyagent.resume.refusal import os_reason, refuse, shown
+from tinyagent.resume.validate import toolset_digest, validate_checkpoint
+from tinyagent.trajectory.models import ResumeMetadata, Trajectory
+
+if TYPE_CHECKING:
+    from tinyagent.config import Settings
+
+
+@dataclass(frozen=True)
+class ResumePlan:
+    """Everything `run_resume` needs once every check passed (nothing has been written yet)."""
+
+    source_path: str  # canonical path of the checkpoint (provenance)
+    source_sha256: str
+    checkpoint: Trajectory  # validated, exactly as read
+    settings: Settings
+    output: Path
+
+
+def prepare_resume(args: Any, environ: Mapping[str, str] | None = None) -> ResumePlan:
+    """Check the invocation and the checkpoint; return the plan or raise `ResumeRefused`.
+
+    Reads the checkpoint and the current configuration and instructions; writes nothing, constructs
+    no provider and runs no tool.
+    """
+    output = _check_arguments(args)
+    source = Path(os.fspath(args.resume)).expanduser()
+    raw = read_checkpoint(source)
+    checkpoint = validate_checkpoint(raw)
+    metadata = _metadata(checkpoint)
+    cwd = _check_cwd(getattr(args, "cwd", None), metadata.cwd)
+    _check_model_and_provider(args, checkpoint)
+    output_path = _check_output(source, Path(os.fspath(output)).expanduser())
+    settings = _resolve_settings(args, checkpoint, cwd, environ)
+    _check_instructions(checkpoint, settings)
+    _check_toolset(metadata)
+    return ResumePlan(
+        source_path=os.path.realpath(source),
+        source_sha256=file_sha256(raw),
+        checkpoint=checkpoint,
+        settings=settings,
+        output=output_path,
+    )
+
+
+def _metadata(checkpoint: Trajectory) -> ResumeMetadata:
+    assert checkpoint.resume is not None  # guaranteed by validate_checkpoint
+    return checkpoint.resume
+
+
+def _check_arguments(args: Any) -> str:
+    """Refuse -t/--task and a missing -o; return the -o path."""
+    if getattr(args, "task", None) is not None:
+        refuse(
+            "task conflict",
+            "--resume continues the task saved in the checkpoint; drop -t/--task (to start a new task, "
+            "run without --resume)",
+        )
+    output = getattr(args, "output", None)
+    if not output:
+        refuse(
+            "missing output",
+            "pass -o NEW.json: a resumed run is written to a new file and the checkpoint is never modified",
+        )
+    return str(output)
+
+
+def _check_cwd(given: str | None, recorded_cwd: str) -> str:
+    recorded = shown(recorded_cwd)
+    if not given:
+        refuse(
+            "missing --cwd",
+            f"pass --cwd with the run's working directory ({recorded}) so the run continues where it started",
+        )
+    resolved = os.path.realpath(os.path.expanduser(os.fspath(given)))
+    if not os.path.isdir(resolved):
+        refuse("cwd mismatch", f"--cwd {given} is not an existing directory; the run was in {recorded}")
+    if resolved != recorded_cwd:
+        refuse(
+            "cwd mismatch",
+            f"--cwd resolves to {resolved} but the checkpoint was recorded in {recorded}; "
+            f"rerun with --cwd {recorded}",
+        )
+    return resolved
+
+
+def _check_model_and_provider(args: Any, checkpoint: Trajectory) -> None:
+    model = getattr(args, "model", None)
+    if model is not None and model != checkpoint.model:
+        refuse(
+            "model conflict",
+            f"the checkpoint was made with model {shown(checkpoint.model)} but -m asks for {model}; "
+            "drop -m (the saved model is used) or start a fresh task to switch models",
+        )
+    provider = getattr(args, "provider", None)
+    if provider is not None and provider != checkpoint.provider:
+        refuse(
+            "provider conflict",
+            f"the checkpoint was made with provider {shown(checkpoint.provider)} but --provider asks for "
+            f"{provider}; drop --provider or start a fresh task to switch providers",
+        )
+
+
+def _check_output(source: Path, output: Path) -> Path:
+    """Refuse an -o path that exists (file, symlink, dangling symlink) or is the checkpoint itself."""
+    try:
+        source_info = os.stat(source)
+    except OSError as exc:
+        refuse("unreadable file", f"cannot stat the checkpoint ({os_reason(exc)})")
+    try:
+        output_link: os.stat_result | None = os.lstat(output)
+    except FileNotFoundError:
+        output_link = None
+    except OSError as exc:
+        refuse("output path", f"cannot inspect -o {output} ({os_reason(exc)}); choose another path")
+    same_target = os.path.realpath(output) == os.path.realpath(source)
+    if output_link is not None:
+        if same_target or _same_file(output, source_info):
+            refuse(
+                "output is the checkpoint",
+                f"-o {output} is the checkpoint itself (same file, symlink or hard link); the checkpoint "
+                "is never modified, choose a new -o path",
+            )
+        refuse("output exists", f"-o {output} already exists; resume never overwrites, choose a new path")
+    if same_target:
+        refuse(
+            "output is the checkpoint",
+            f"-o {output} resolves to the checkpoint; choose a new -o path",
+        )
+    return output
+
+
+def _same_file(path: Path, info: os.stat_result) -> bool:
+    """Whether `path` (followed) is the file `info` describes; False for a dangling symlink."""
+    try:
+        target = os.stat(path)
+    except OSError:
+        return False  # a dangling symlink still occupies the name
+    return (target.st_dev, target.st_ino) == (info.st_dev, info.st_ino)
+
+
+def _resolve_settings(
+    args: Any, checkpoint: Trajectory, cwd: str, environ: Mapping[str, str] | None
+) -> Settings:
+    """Current settings with the saved provider and model (they win over env, config and defaults)."""
+    from tinyagent.config import ConfigError, resolve_settings
+
+    effective = argparse.Namespace(**vars(args))
+    effective.provider = checkpoint.provider
+    effective.model = checkpoint.model
+    effective.cwd = cwd
+    if getattr(args, "agents_md", None) is None:
+        effective.agents_md = _metadata(checkpoint).agents_md
+    try:
+        return resolve_settings(effective, environ)
+    except ConfigError as exc:
+        refuse("configuration", f"{exc}; fix the configuration and retry (nothing was sent)")
+
+
+def _check_instructions(checkpoint: Trajectory, settings: Settings) -> None:
+    from tinyagent.prompts import PromptError, build_system_prompt, instructions_sha256
+
+    metadata = _metadata(checkpoint)
+    recorded_mode = metadata.agents_md
+    if settings.agents_md != recorded_mode:
+        refuse(
+            "instructions changed",
+            f"the run used --agents-md {recorded_mode} but this invocation asks for {settings.agents_md}; "
+            "drop --agents-md or start a fresh task",
+        )
+    if instructions_sha256(checkpoint.system_prompt) != metadata.instructions_sha256:
+        refuse(
+            "instructions changed",
+            "the recorded system prompt does not match its recorded digest; the file was edited or damaged",
+        )
+    try:
+        current = build_system_prompt(settings.cwd, recorded_mode, settings.instructions)
+    except PromptError as exc:
+        refuse("instructions changed", f"cannot rebuild the instructions ({exc}); start a fresh task")
+    if instructions_sha256(current) != metadata.instructions_sha256:
+        refuse(
+            "instructions changed",
+            "the effective instructions (system prompt, AGENTS.md or configured instructions) differ from "
+            "the ones the run started with; restore them or start a fresh task",
+        )
+
+
+def _check_toolset(metadata: ResumeMetadata) -> None:
+    from tinyagent.tools.toolbox import TOOL_SPECS
+
+    if toolset_digest(TOOL_SPECS) != metadata.toolset_sha256:
+        refuse(
+            "tool set changed",
+            "this tinyagent offers different tools than the run started with; resume with the "
+            "tinyagent version that wrote the checkpoint or start a fresh task",
+        )
