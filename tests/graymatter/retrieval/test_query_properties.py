@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.retrieval.query import STOP_WORDS, expand_with_aliases, query_terms, select_terms, tokenize
-from graymatter.store.sqlite.store import FTS_TOKENIZER, fts_match_expression
+from graymatter.store.fts import FTS_TOKENIZER
+from graymatter.store.sqlite.search import fts_match_expression
 
 FTS_NOISE = st.sampled_from(
     ['"', "*", "^", ":", "(", ")", "-", "+", "NEAR", "AND", "OR", "NOT", "NEAR/3", "''"]

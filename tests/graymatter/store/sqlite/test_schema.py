@@ -12,8 +12,9 @@ import pytest
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
-from graymatter.store.sqlite import store as sqlite_store
-from graymatter.store.sqlite.store import DB_FILENAME, SCHEMA_VERSION, SQLiteStore
+from graymatter.store.sqlite import SQLiteStore
+from graymatter.store.sqlite import schema as sqlite_store
+from graymatter.store.sqlite.schema import DB_FILENAME, SCHEMA_VERSION
 from support.env import hermetic_env
 
 

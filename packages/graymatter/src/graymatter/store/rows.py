@@ -1,0 +1,139 @@
+"""Row <-> model codecs and the SQL spelling (placeholders, tables, timestamps) both backends share."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from graymatter.errors import CorruptRecord
+from graymatter.models import Checkpoint, Fact, Link, Provenance
+
+FACT_COLUMNS = (
+    "id, agent_id, text, kind, equivalents, created_at, accessed_at, access_count, weight, "
+    "superseded_by, pinned, pinned_at, confidence, provenance"
+)
+CHECKPOINT_COLUMNS = "id, agent_id, created_at, message_count, state, messages, metadata, provenance"
+CHECKPOINT_INSERT_COLUMNS = "id, agent_id, created_at, state, messages, message_count, metadata, provenance"
+LINK_COLUMNS = "id, agent_id, source, target, relation, created_at, provenance"
+EMBED_NONE, EMBED_PENDING, EMBED_DONE = 0, 1, 2
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one backend spells a placeholder, a table name and a timestamp."""
+
+    mark: str
+    """The parameter placeholder: ``?`` (sqlite3) or ``%s`` (psycopg)."""
+    prefix: str
+    """Prefix of the table names (``gm_`` on PostgreSQL, where the schema is shared)."""
+    to_db_time: Callable[[datetime], Any]
+    from_db_time: Callable[[Any], datetime | None]
+
+    def table(self, name: str) -> str:
+        """The backend's name of a table."""
+        return self.prefix + name
+
+    def marks(self, count: int) -> str:
+        """``count`` placeholders separated by commas."""
+        return ",".join([self.mark] * count)
+
+    def any_of(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """A condition ``column`` is one of ``values``, and its parameters."""
+        if self.mark == "?":
+            return f"{column} IN ({self.marks(len(values))})", list(values)
+        return f"{column} = ANY(%s)", [list(values)]
+
+
+def embed_state(fact: Fact, model: str | None, usable_vector: bool) -> int:
+    """The embedding state a new fact is stored with (done, pending re-embedding, or none)."""
+    embeddable = fact.kind == "fact" and fact.superseded_by is None and model is not None
+    if embeddable and usable_vector:
+        return EMBED_DONE
+    return EMBED_PENDING if embeddable else EMBED_NONE
+
+
+def fact_values(fact: Fact, to_db_time: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """The fact's values in :data:`FACT_COLUMNS` order."""
+    return (
+        fact.id,
+        fact.agent_id,
+        fact.text,
+        fact.kind,
+        json.dumps(fact.equivalents, ensure_ascii=False) if fact.equivalents else None,
+        to_db_time(fact.created_at),
+        to_db_time(fact.accessed_at),
+        fact.access_count,
+        fact.weight,
+        fact.superseded_by,
+        fact.pinned,
+        to_db_time(fact.pinned_at) if fact.pinned_at else None,
+        fact.confidence,
+        fact.provenance.model_dump_json(exclude_none=True),
+    )
+
+
+def checkpoint_values(cp: Checkpoint, to_db_time: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """The checkpoint's values in ``CHECKPOINT_INSERT_COLUMNS`` order."""
+    return (
+        cp.id,
+        cp.agent_id,
+        to_db_time(cp.created_at),
+        json.dumps(cp.state, ensure_ascii=False),
+        json.dumps(cp.messages, ensure_ascii=False) if cp.messages is not None else None,
+        cp.message_count,
+        json.dumps(cp.metadata, ensure_ascii=False),
+        cp.provenance.model_dump_json(exclude_none=True),
+    )
+
+
+def link_values(link: Link, to_db_time: Callable[[datetime], Any]) -> tuple[Any, ...]:
+    """The link's values in :data:`LINK_COLUMNS` order."""
+    return (
+        link.id,
+        link.agent_id,
+        link.source,
+        link.target,
+        link.relation,
+        to_db_time(link.created_at),
+        link.provenance.model_dump_json(exclude_none=True),
+    )
+
+
+def decode_checkpoint(row: Sequence[Any], from_db_time: Callable[[Any], datetime | None]) -> Checkpoint:
+    """A checkpoint from a :data:`CHECKPOINT_COLUMNS` row; a malformed row raises CorruptRecord."""
+    try:
+        state = json.loads(row[4])
+        messages = json.loads(row[5]) if row[5] is not None else None
+        return Checkpoint(
+            id=row[0],
+            agent_id=row[1],
+            created_at=from_db_time(row[2]),
+            message_count=row[3],
+            state=state,
+            messages=messages,
+            metadata=json.loads(row[6] or "{}"),
+            provenance=Provenance.model_validate_json(row[7] or "{}"),
+        )
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecord(
+            f"checkpoint {row[0]} of agent {row[1]!r} cannot be decoded ({type(exc).__name__})"
+        ) from None
+
+
+def decode_link(row: Sequence[Any], from_db_time: Callable[[Any], datetime | None]) -> Link:
+    """A link from a :data:`LINK_COLUMNS` row; a malformed row raises CorruptRecord."""
+    try:
+        return Link(
+            id=row[0],
+            agent_id=row[1],
+            source=row[2],
+            target=row[3],
+            relation=row[4],
+            created_at=from_db_time(row[5]),
+            provenance=Provenance.model_validate_json(row[6] or "{}"),
+        )
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecord(f"link {row[0]} cannot be decoded: {type(exc).__name__}") from None

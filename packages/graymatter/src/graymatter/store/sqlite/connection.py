@@ -1,0 +1,153 @@
+"""Per-thread SQLite connections, BEGIN IMMEDIATE writes with bounded retries, and error translation."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from graymatter.errors import CorruptDatabase, StorageError, StoreUnavailable
+
+BUSY_TIMEOUT_MS = 5_000
+WRITE_RETRY_BUDGET_S = 120.0
+
+T = TypeVar("T")
+
+
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether the error is a lock conflict with another connection (worth waiting out)."""
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
+def translate(exc: sqlite3.Error, path: Path) -> Exception:
+    """The graymatter error a driver error stands for, with a hint at the fix."""
+    message = str(exc)
+    lowered = message.lower()
+    hint = "move it aside or restore a backup"
+    if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
+        return CorruptDatabase(f"database {path} is corrupt ({message}); {hint}")
+    if "readonly" in lowered or "read-only" in lowered:
+        return StoreUnavailable(
+            f"database {path} is read-only ({message}); fix permissions or pass another --dir"
+        )
+    if "unable to open" in lowered:
+        return StoreUnavailable(
+            f"cannot open database {path} ({message}); check that the directory is writable"
+        )
+    if is_busy(exc):
+        return StorageError(f"database {path} stayed locked by other processes for too long ({message})")
+    return StorageError(f"database {path} failed: {message}")
+
+
+def retry_busy(step: Callable[[], T]) -> T:
+    """Run ``step``, retrying a lock conflict for up to the write retry budget."""
+    deadline = time.monotonic() + WRITE_RETRY_BUDGET_S
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01 + random.random() * 0.02)
+
+
+def configure(conn: sqlite3.Connection) -> None:
+    """Per-connection settings (the journal mode is set once, by the schema migration)."""
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -16000")
+    conn.execute("PRAGMA journal_size_limit = 67108864")  # WAL shrinks back to 64 MiB
+
+
+class SQLiteConnections:
+    """The connections of one database file: one per thread, all closed together."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._conn_lock = threading.Lock()
+        self._closed = False
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from None
+        with self._conn_lock:
+            self._connections.append(conn)
+        return conn
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StorageError("the store is closed")
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            configure(conn)
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this store opened. Idempotent."""
+        self._closed = True
+        with self._conn_lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self._local = threading.local()
+
+    def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` in one BEGIN IMMEDIATE transaction, retrying lock conflicts with backoff."""
+        deadline = time.monotonic() + WRITE_RETRY_BUDGET_S
+        delay = 0.005
+        while True:
+            conn = self._conn()
+            try:
+                return self._transaction(conn, work)
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc) and time.monotonic() < deadline:
+                    time.sleep(delay * (0.5 + random.random()))
+                    delay = min(delay * 2, 0.25)
+                    continue
+                raise translate(exc, self.path) from None
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from None
+
+    @staticmethod
+    def _transaction(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T]) -> T:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = work(conn)
+            conn.execute("COMMIT")
+            return result
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            raise
+
+    def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` on this thread's connection, retrying lock conflicts."""
+        deadline = time.monotonic() + WRITE_RETRY_BUDGET_S
+        while True:
+            conn = self._conn()
+            try:
+                return work(conn)
+            except sqlite3.OperationalError as exc:
+                if is_busy(exc) and time.monotonic() < deadline:
+                    time.sleep(0.01 + random.random() * 0.02)
+                    continue
+                raise translate(exc, self.path) from None
+            except sqlite3.Error as exc:
+                raise translate(exc, self.path) from None

@@ -1,0 +1,177 @@
+"""SQLite fact writes: inserts (with full-text and vector entries), tombstones, pins, access, pruning."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+
+from graymatter.models import Fact
+from graymatter.store.base import Vector
+from graymatter.store.rows import EMBED_DONE, FACT_COLUMNS, embed_state, fact_values
+from graymatter.store.sqlite.connection import SQLiteConnections
+from graymatter.store.sqlite.rows import chunks, placeholders, to_micros
+from graymatter.store.sqlite.vectors import bump, current_model, put_vector
+
+_INSERT_FACT = f"INSERT INTO facts ({FACT_COLUMNS}, embed_state) VALUES ({placeholders(15)})"
+
+
+def _insert_fact(c: sqlite3.Connection, fact: Fact, state: int) -> int:
+    cursor = c.execute(_INSERT_FACT, (*fact_values(fact, to_micros), state))
+    rowid = int(cursor.lastrowid or 0)
+    if fact.kind == "fact" and fact.superseded_by is None:
+        c.execute("INSERT INTO facts_fts(rowid, text) VALUES (?, ?)", (rowid, fact.text))
+    return rowid
+
+
+def _remove_from_indexes(c: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
+    """Drop full-text and vector entries of the given (rowid, agent_id) facts."""
+    agents: set[str] = set()
+    for rowid, agent in rows:
+        c.execute("DELETE FROM facts_fts WHERE rowid = ?", (rowid,))
+        if c.execute("DELETE FROM vectors WHERE fact_rowid = ?", (rowid,)).rowcount:
+            agents.add(agent)
+    for agent in agents:
+        bump(c, f"vec_removed:{agent}")
+
+
+class SQLiteFactWrites(SQLiteConnections):
+    """The fact-writing half of the SQLite store (mixed into :class:`SQLiteStore`)."""
+
+    def add_facts(
+        self,
+        facts: Sequence[Fact],
+        vectors: Sequence[Vector | None] | None = None,
+        embedding_model: str | None = None,
+    ) -> None:
+        """Insert new facts (ids must be new) with optional vectors made by ``embedding_model``."""
+        aligned = list(vectors) if vectors is not None else [None] * len(facts)
+        if len(aligned) != len(facts):
+            raise ValueError("vectors must align with facts")
+
+        def work(c: sqlite3.Connection) -> None:
+            model = current_model(c)
+            touched_agents: set[str] = set()
+            for fact, vector in zip(facts, aligned, strict=True):
+                state = embed_state(fact, model, vector is not None and embedding_model == model)
+                rowid = _insert_fact(c, fact, state)
+                if state == EMBED_DONE and vector is not None:
+                    put_vector(c, rowid, fact, vector)
+                    touched_agents.add(fact.agent_id)
+            for agent in touched_agents:
+                bump(c, f"vec_added:{agent}")
+
+        self._write(work)
+
+    def import_facts(self, facts: Sequence[Fact]) -> tuple[int, int]:
+        """Insert facts whose ids are unknown, skip the others; return ``(added, skipped)``."""
+
+        def work(c: sqlite3.Connection) -> tuple[int, int]:
+            model = current_model(c)
+            added = skipped = 0
+            for fact in facts:
+                if c.execute("SELECT 1 FROM facts WHERE id = ?", (fact.id,)).fetchone():
+                    skipped += 1
+                    continue
+                _insert_fact(c, fact, embed_state(fact, model, False))
+                added += 1
+            return added, skipped
+
+        return self._write(work)
+
+    def supersede(self, fact_ids: Sequence[str], superseded_by: str) -> list[str]:
+        """Tombstone the live facts among ``fact_ids``; return the ids actually tombstoned."""
+        ids = list(dict.fromkeys(fact_ids))
+
+        def work(c: sqlite3.Connection) -> list[str]:
+            changed: list[str] = []
+            index_rows: list[tuple[int, str]] = []
+            for fact_id in ids:
+                row = c.execute(
+                    "SELECT rowid, agent_id, kind FROM facts WHERE id = ? AND superseded_by IS NULL",
+                    (fact_id,),
+                ).fetchone()
+                if row is None:
+                    continue
+                c.execute(
+                    "UPDATE facts SET superseded_by = ?, embed_state = 0 WHERE rowid = ?",
+                    (superseded_by, row[0]),
+                )
+                if row[2] == "fact":
+                    index_rows.append((row[0], row[1]))
+                changed.append(fact_id)
+            _remove_from_indexes(c, index_rows)
+            return changed
+
+        return self._write(work) if ids else []
+
+    def set_pinned(self, fact_ids: Sequence[str], pinned: bool, at: datetime) -> list[str]:
+        """Pin or unpin live facts; return the ids changed."""
+        ids = list(dict.fromkeys(fact_ids))
+
+        def work(c: sqlite3.Connection) -> list[str]:
+            changed = []
+            for fact_id in ids:
+                cursor = c.execute(
+                    "UPDATE facts SET pinned = ?, pinned_at = ? WHERE id = ? AND superseded_by IS NULL "
+                    "AND pinned != ?",
+                    (int(pinned), to_micros(at) if pinned else None, fact_id, int(pinned)),
+                )
+                if cursor.rowcount:
+                    changed.append(fact_id)
+            return changed
+
+        return self._write(work) if ids else []
+
+    def record_access(self, fact_ids: Sequence[str], at: datetime) -> None:
+        """One write: ``access_count += 1`` and ``accessed_at = at`` for the live facts given."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return
+        stamp = to_micros(at)
+
+        def work(c: sqlite3.Connection) -> None:
+            for chunk in chunks(ids):
+                c.execute(
+                    "UPDATE facts SET access_count = access_count + 1, accessed_at = max(accessed_at, ?) "
+                    f"WHERE superseded_by IS NULL AND id IN ({placeholders(len(chunk))})",
+                    [stamp, *chunk],
+                )
+
+        self._write(work)
+
+    def update_weights(self, weights: dict[str, float]) -> int:
+        """Set decayed weights (only ever lowered by callers); return the number of rows changed."""
+        if not weights:
+            return 0
+
+        def work(c: sqlite3.Connection) -> int:
+            changed = 0
+            for fact_id, weight in weights.items():
+                changed += c.execute(
+                    "UPDATE facts SET weight = ? WHERE id = ? AND weight > ?", (weight, fact_id, weight)
+                ).rowcount
+            return changed
+
+        return self._write(work)
+
+    def delete_facts(self, fact_ids: Sequence[str]) -> list[str]:
+        """Hard-delete unpinned facts (pruning is the only caller); return the ids deleted."""
+        ids = list(dict.fromkeys(fact_ids))
+
+        def work(c: sqlite3.Connection) -> list[str]:
+            deleted: list[str] = []
+            index_rows: list[tuple[int, str]] = []
+            for fact_id in ids:
+                row = c.execute(
+                    "SELECT rowid, agent_id FROM facts WHERE id = ? AND pinned = 0", (fact_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                index_rows.append((row[0], row[1]))
+                c.execute("DELETE FROM facts WHERE rowid = ?", (row[0],))
+                deleted.append(fact_id)
+            _remove_from_indexes(c, index_rows)
+            return deleted
+
+        return self._write(work) if ids else []

@@ -1,0 +1,211 @@
+"""SQLite fact reads: by id or text, listings, tombstone chains, neighbours, recency and statistics."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from graymatter.models import Fact, MemoryStats
+from graymatter.store.rows import FACT_COLUMNS
+from graymatter.store.sqlite.connection import SQLiteConnections
+from graymatter.store.sqlite.rows import (
+    at_micros,
+    chunks,
+    confidence_clause,
+    decode_fact,
+    from_micros,
+    placeholders,
+)
+
+_LIVE = "superseded_by IS NULL AND kind = 'fact'"
+_SIDE_SQL = (
+    "SELECT * FROM (SELECT ? AS src, id, created_at FROM facts INDEXED BY facts_live_recent "
+    f"WHERE agent_id = ? AND {_LIVE} AND (created_at, id) {{op}} (?, ?) ORDER BY {{order}} LIMIT ?)"
+)
+_BEFORE_SQL = _SIDE_SQL.format(op="<", order="created_at DESC, id DESC")
+_AFTER_SQL = _SIDE_SQL.format(op=">", order="created_at, id")
+_STATS_SQL = (
+    "SELECT "
+    " sum(kind = 'fact' AND superseded_by IS NULL),"
+    " sum(kind = 'fact' AND superseded_by IS NOT NULL),"
+    " sum(kind = 'alias' AND superseded_by IS NULL),"
+    " sum(pinned AND superseded_by IS NULL),"
+    " min(CASE WHEN kind = 'fact' AND superseded_by IS NULL THEN created_at END),"
+    " max(CASE WHEN kind = 'fact' AND superseded_by IS NULL THEN created_at END),"
+    " avg(CASE WHEN kind = 'fact' AND superseded_by IS NULL THEN weight END),"
+    " sum(embed_state = 1 AND superseded_by IS NULL)"
+    " FROM facts WHERE agent_id = ?"
+)
+
+
+def _neighbour_rows(
+    c: sqlite3.Connection, anchors: dict[str, tuple[str, int]], known: Sequence[str], window: int
+) -> list[tuple[str, str, int]]:
+    """``(anchor, neighbour, created_at)`` rows: two sub-selects per anchor, one statement per chunk."""
+    out: list[tuple[str, str, int]] = []
+    for chunk in chunks(known, 200):
+        parts: list[str] = []
+        params: list[Any] = []
+        for fact_id in chunk:
+            agent, created = anchors[fact_id]
+            for sql in (_BEFORE_SQL, _AFTER_SQL):
+                parts.append(sql)
+                params.extend((fact_id, agent, created, fact_id, window))
+        out.extend(c.execute(" UNION ALL ".join(parts), params).fetchall())
+    return out
+
+
+class SQLiteFactReads(SQLiteConnections):
+    """The fact-reading half of the SQLite store (mixed into :class:`SQLiteStore`)."""
+
+    if TYPE_CHECKING:
+
+        def _record_counts(self, c: Any, agent_id: str) -> tuple[int, int]: ...
+
+    def _facts(self, where: str, params: Sequence[Any]) -> list[Fact]:
+        query = f"SELECT {FACT_COLUMNS} FROM facts {where}"
+        rows = self._read(lambda c: c.execute(query, params).fetchall())
+        return [decode_fact(r) for r in rows]
+
+    def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
+        """Rows of ``select`` (with an ``{ids}`` slot) over ``ids``, run in chunks in one read."""
+
+        def work(c: sqlite3.Connection) -> list[Any]:
+            rows: list[Any] = []
+            for chunk in chunks(ids):
+                rows.extend(c.execute(select.format(ids=placeholders(len(chunk))), list(chunk)).fetchall())
+            return rows
+
+        return self._read(work) if ids else []
+
+    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """Facts with the given ids, in the order given; unknown ids are omitted."""
+        ids = list(dict.fromkeys(fact_ids))
+        select = f"SELECT {FACT_COLUMNS} FROM facts WHERE id IN ({{ids}})"
+        found = {row[0]: decode_fact(row) for row in self._rows_by_ids(ids, select)}
+        return [found[i] for i in ids if i in found]
+
+    def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
+        """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
+        where = (
+            "INDEXED BY facts_agent_text WHERE agent_id = ? AND text = ? AND kind = ? ORDER BY created_at, id"
+        )
+        return self._facts(where, (agent_id, text, kind))
+
+    def list_facts(
+        self,
+        agent_id: str | None = None,
+        *,
+        include_superseded: bool = True,
+        kinds: Sequence[str] = ("fact",),
+    ) -> list[Fact]:
+        """Facts of one agent (or all agents when ``None``), oldest first."""
+        clauses = [f"kind IN ({placeholders(len(kinds))})"]
+        params: list[Any] = list(kinds)
+        if agent_id is not None:
+            clauses.append("agent_id = ?")
+            params.append(agent_id)
+        if not include_superseded:
+            clauses.append("superseded_by IS NULL")
+        return self._facts(f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params)
+
+    def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
+        """The newest ``limit`` facts of kind ``fact`` of one agent, newest first (``created_at``, id)."""
+        live = "" if include_superseded else " AND superseded_by IS NULL"
+        where = f"WHERE agent_id = ? AND kind = 'fact'{live} ORDER BY created_at DESC, id DESC LIMIT ?"
+        return self._facts(where, (agent_id, limit))
+
+    def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""
+        ids = list(dict.fromkeys(fact_ids))
+        out: dict[str, list[str]] = {}
+        select = "SELECT superseded_by, id FROM facts WHERE superseded_by IN ({ids}) ORDER BY created_at, id"
+        for by, fact_id in self._rows_by_ids(ids, select):
+            out.setdefault(by, []).append(fact_id)
+        return out
+
+    def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
+        """For each given live fact, the live facts of its agent written right before and after it."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids or window <= 0:
+            return {}
+        anchors: dict[str, tuple[str, int]] = {}
+        select = f"SELECT id, agent_id, created_at FROM facts WHERE {_LIVE} AND id IN ({{ids}})"
+
+        def work(c: sqlite3.Connection) -> dict[str, list[str]]:
+            anchors.clear()
+            for chunk in chunks(ids):
+                for fact_id, agent, created in c.execute(
+                    select.format(ids=placeholders(len(chunk))), list(chunk)
+                ).fetchall():
+                    anchors[fact_id] = (agent, created)
+            found: dict[str, list[tuple[int, str]]] = {fid: [] for fid in ids if fid in anchors}
+            for src, other, created in _neighbour_rows(c, anchors, list(found), window):
+                found[src].append((created, other))
+            return {fid: [other for _, other in sorted(rows)] for fid, rows in found.items()}
+
+        return self._read(work)
+
+    def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
+        """Live alias facts of the given namespaces, oldest first."""
+        if not agent_ids:
+            return []
+        where = (
+            f"WHERE agent_id IN ({placeholders(len(agent_ids))}) "
+            "AND kind = 'alias' AND superseded_by IS NULL ORDER BY created_at, id"
+        )
+        return self._facts(where, list(agent_ids))
+
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """``(created_at, confidence)`` of the live ``fact``-kind facts among ``fact_ids``."""
+        ids = list(dict.fromkeys(fact_ids))
+        out: dict[str, tuple[datetime, str]] = {}
+        select = f"SELECT id, created_at, confidence FROM facts WHERE {_LIVE} AND id IN ({{ids}})"
+        for fact_id, created, confidence in self._rows_by_ids(ids, select):
+            out[fact_id] = (at_micros(created), confidence)
+        return out
+
+    def recent(
+        self, agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None = None
+    ) -> list[str]:
+        """Ids of the newest live facts (``created_at`` desc, then ``id``), at most ``limit``."""
+        if not agent_ids or limit <= 0 or confidences == []:
+            return []
+        params: list[Any] = []
+        parts = []
+        for agent in agent_ids:
+            part_params: list[Any] = [agent]
+            clause = confidence_clause(confidences, "confidence", part_params)
+            parts.append(
+                "SELECT * FROM (SELECT id, created_at FROM facts INDEXED BY facts_live_recent "
+                f"WHERE agent_id = ? AND {_LIVE}{clause} "
+                "ORDER BY created_at DESC, id LIMIT ?)"
+            )
+            params.extend([*part_params, limit])
+        sql = " UNION ALL ".join(parts) + " ORDER BY created_at DESC, id LIMIT ?"
+        params.append(limit)
+        rows = self._read(lambda c: c.execute(sql, params).fetchall())
+        return [r[0] for r in rows]
+
+    def _stats_row(self, c: sqlite3.Connection, agent_id: str) -> MemoryStats:
+        row = c.execute(_STATS_SQL, (agent_id,)).fetchone()
+        checkpoints, links = self._record_counts(c, agent_id)
+        return MemoryStats(
+            agent_id=agent_id,
+            fact_count=row[0] or 0,
+            superseded_count=row[1] or 0,
+            alias_count=row[2] or 0,
+            pinned_count=row[3] or 0,
+            checkpoint_count=checkpoints,
+            link_count=links,
+            pending_embeddings=row[7] or 0,
+            oldest_at=from_micros(row[4]),
+            newest_at=from_micros(row[5]),
+            avg_weight=round(float(row[6]), 6) if row[6] is not None else 0.0,
+        )
+
+    def stats(self, agent_id: str) -> MemoryStats:
+        """Counts and ages of one namespace."""
+        return self._read(lambda c: self._stats_row(c, agent_id))

@@ -1,0 +1,153 @@
+"""SQLite row decoding (a trusted fast path) and the SQL fragments the SQLite store methods share."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, get_args
+
+from graymatter.errors import CorruptRecord
+from graymatter.models import Fact, Interface, Provenance
+from graymatter.store.rows import Dialect
+
+T = TypeVar("T")
+
+CONFIDENCE_CODE = {"unverified": -1, "inferred": 0, "verified": 1}
+_KINDS = ("fact", "alias")
+_INTERFACES = frozenset(get_args(Interface))
+_PROVENANCE_CACHE: dict[str, Provenance] = {}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FACT_FIELDS = frozenset(Fact.model_fields)
+
+
+def to_micros(moment: datetime) -> int:
+    """Datetime -> integer microseconds since the epoch (UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def at_micros(micros: int) -> datetime:
+    """Integer microseconds since the epoch -> UTC datetime."""
+    return _EPOCH + timedelta(microseconds=int(micros))
+
+
+def from_micros(micros: int | None) -> datetime | None:
+    """Like :func:`at_micros`, for a nullable column (``None`` stays ``None``)."""
+    return None if micros is None else at_micros(micros)
+
+
+DIALECT = Dialect(mark="?", prefix="", to_db_time=to_micros, from_db_time=from_micros)
+
+
+def placeholders(count: int) -> str:
+    """``count`` question marks separated by commas."""
+    return ",".join("?" * count)
+
+
+def chunks(items: Sequence[T], size: int = 500) -> Iterable[Sequence[T]]:
+    """``items`` in slices of at most ``size`` (SQLite limits the parameters of one statement)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def confidence_clause(confidences: Sequence[str] | None, column: str, params: list[Any]) -> str:
+    """`` AND column IN (...)`` restricting to ``confidences`` (appended to ``params``), or nothing."""
+    if confidences is None:
+        return ""
+    params.extend(confidences)
+    return f" AND {column} IN ({placeholders(len(confidences))})"
+
+
+def _provenance(raw: str) -> Provenance:
+    """A Provenance from its stored JSON text; validated once per distinct text, then cached."""
+    cached = _PROVENANCE_CACHE.get(raw)
+    if cached is None:
+        data = json.loads(raw)
+        if (
+            not isinstance(data, dict)
+            or not set(data) <= {"interface", "client", "token_id"}
+            or data.get("interface", "library") not in _INTERFACES
+            or not all(isinstance(data.get(k), str | None) for k in ("client", "token_id"))
+        ):
+            raise ValueError("malformed provenance")
+        cached = Provenance.model_construct(**data)
+        if len(_PROVENANCE_CACHE) < 4096:
+            _PROVENANCE_CACHE[raw] = cached
+    return cached
+
+
+def _construct_fact_fast(values: dict[str, Any]) -> Fact:
+    """``Fact.model_construct`` for complete, trusted rows, without its per-field default handling."""
+    fact = Fact.__new__(Fact)
+    object.__setattr__(fact, "__dict__", values)
+    object.__setattr__(fact, "__pydantic_fields_set__", set(_FACT_FIELDS))
+    object.__setattr__(fact, "__pydantic_extra__", None)
+    object.__setattr__(fact, "__pydantic_private__", None)
+    return fact
+
+
+def _construct_fact_public(values: dict[str, Any]) -> Fact:
+    return Fact.model_construct(**values)
+
+
+def _pick_fact_constructor() -> Callable[[dict[str, Any]], Fact]:
+    """Use the fast constructor only if it is indistinguishable from ``model_construct`` here."""
+    sample: dict[str, Any] = {
+        "id": "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        "agent_id": "a",
+        "text": "t",
+        "kind": "fact",
+        "equivalents": [],
+        "created_at": _EPOCH,
+        "accessed_at": _EPOCH,
+        "access_count": 0,
+        "weight": 1.0,
+        "superseded_by": None,
+        "pinned": False,
+        "pinned_at": None,
+        "confidence": "inferred",
+        "provenance": Provenance.model_construct(),
+    }
+    try:
+        fast, slow = _construct_fact_fast(dict(sample)), _construct_fact_public(sample)
+        if fast == slow and fast.model_fields_set == slow.model_fields_set and fast.live:
+            return _construct_fact_fast
+    except Exception:  # a future pydantic changed its internals: fall back to the public API
+        pass
+    return _construct_fact_public
+
+
+_construct_fact = _pick_fact_constructor()
+
+
+def decode_fact(row: Sequence[Any]) -> Fact:
+    """Decode a trusted row without re-validation (hot path); malformed rows raise CorruptRecord."""
+    try:
+        if row[3] not in _KINDS or row[12] not in CONFIDENCE_CODE:
+            raise ValueError("unknown kind or confidence label")
+        equivalents = json.loads(row[4]) if row[4] else []
+        if not isinstance(equivalents, list):
+            raise ValueError("malformed equivalents column")
+        return _construct_fact(
+            {
+                "id": row[0],
+                "agent_id": row[1],
+                "text": row[2],
+                "created_at": from_micros(row[5]),
+                "accessed_at": from_micros(row[6]),
+                "access_count": int(row[7]),
+                "weight": min(1.0, max(0.0, float(row[8]))),
+                "superseded_by": row[9],
+                "pinned": bool(row[10]),
+                "pinned_at": from_micros(row[11]),
+                "confidence": row[12],
+                "kind": row[3],
+                "equivalents": equivalents,
+                "provenance": _provenance(row[13] or "{}"),
+            }
+        )
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None

@@ -1,0 +1,142 @@
+"""The SQLite schema: its versioned migrations, and the checks that open a file only if it is ours."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from graymatter.errors import CorruptDatabase, SchemaTooNew
+from graymatter.store.fts import FTS_TOKENIZER
+from graymatter.store.sqlite.connection import SQLiteConnections, configure, retry_busy, translate
+
+DB_FILENAME = "graymatter.db"
+SCHEMA_VERSION = 1
+
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID""",
+        """CREATE TABLE facts (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL,
+            text TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'fact',
+            equivalents TEXT,
+            created_at INTEGER NOT NULL,
+            accessed_at INTEGER NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            weight REAL NOT NULL DEFAULT 1.0,
+            superseded_by TEXT,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            pinned_at INTEGER,
+            confidence TEXT NOT NULL DEFAULT 'inferred',
+            provenance TEXT NOT NULL DEFAULT '{}',
+            embed_state INTEGER NOT NULL DEFAULT 0
+        )""",
+        """CREATE INDEX facts_live_recent ON facts(agent_id, created_at, id)
+           WHERE superseded_by IS NULL AND kind = 'fact'""",
+        """CREATE INDEX facts_agent_text ON facts(agent_id, text)""",
+        """CREATE INDEX facts_agent_kind ON facts(agent_id, kind, created_at)""",
+        """CREATE INDEX facts_superseded_by ON facts(superseded_by) WHERE superseded_by IS NOT NULL""",
+        """CREATE INDEX facts_pending ON facts(embed_state) WHERE embed_state = 1""",
+        f"""CREATE VIRTUAL TABLE facts_fts USING fts5(text, tokenize='{FTS_TOKENIZER}')""",
+        """CREATE VIRTUAL TABLE facts_vocab USING fts5vocab(facts_fts, 'row')""",
+        """CREATE TABLE vectors (
+            fact_rowid INTEGER PRIMARY KEY,
+            agent_id TEXT NOT NULL,
+            confidence INTEGER NOT NULL,
+            vec BLOB NOT NULL
+        )""",
+        """CREATE INDEX vectors_agent ON vectors(agent_id, fact_rowid)""",
+        """CREATE TABLE checkpoints (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            state TEXT NOT NULL,
+            messages TEXT,
+            message_count INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT NOT NULL DEFAULT '{}',
+            provenance TEXT NOT NULL DEFAULT '{}'
+        )""",
+        """CREATE INDEX checkpoints_agent ON checkpoints(agent_id, created_at DESC, id DESC)""",
+        """CREATE TABLE links (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            agent_id TEXT NOT NULL,
+            source TEXT NOT NULL,
+            target TEXT NOT NULL,
+            relation TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            provenance TEXT NOT NULL DEFAULT '{}',
+            UNIQUE (agent_id, source, target, relation)
+        )""",
+    ],
+}
+
+
+def _read_schema_state(conn: sqlite3.Connection) -> tuple[int, int]:
+    """``(user_version, number of schema objects)`` read in one snapshot, retrying lock conflicts.
+
+    One read transaction matters: a concurrent first open commits its tables and the version together,
+    so a snapshot never shows tables without the version (which would look like a foreign database).
+    """
+
+    def snapshot() -> tuple[int, int]:
+        conn.execute("BEGIN")
+        try:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            conn.execute("COMMIT")
+        return int(version), int(tables)
+
+    return retry_busy(snapshot)
+
+
+def _check_version(path: Path, version: int, tables: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"{path} was written by a newer graymatter (schema {version}, this version reads "
+            f"up to {SCHEMA_VERSION}); upgrade graymatter. The database was not modified."
+        )
+    if version == 0 and tables:
+        raise CorruptDatabase(
+            f"{path} is an SQLite database but not a graymatter one; move it aside. It was not modified."
+        )
+
+
+def _migrate(db: SQLiteConnections, conn: sqlite3.Connection) -> None:
+    retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))  # needs a moment without other writers
+    configure(conn)
+
+    def apply(c: sqlite3.Connection) -> None:
+        current = c.execute("PRAGMA user_version").fetchone()[0]
+        if current > SCHEMA_VERSION:
+            raise SchemaTooNew(f"{db.path} was upgraded by a newer graymatter meanwhile; upgrade graymatter")
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            for statement in _MIGRATIONS[version]:
+                c.execute(statement)
+            c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(version),))
+            c.execute(f"PRAGMA user_version = {version}")
+
+    db._write(apply)
+
+
+def open_schema(db: SQLiteConnections) -> None:
+    """Bring the database to :data:`SCHEMA_VERSION`, refusing newer or foreign ones unmodified."""
+    conn = db._connect()
+    db._local.conn = conn
+    try:
+        version, tables = _read_schema_state(conn)
+        _check_version(db.path, version, tables)
+        if version < SCHEMA_VERSION:
+            _migrate(db, conn)
+        else:
+            configure(conn)
+    except sqlite3.Error as exc:
+        db.close()
+        raise translate(exc, db.path) from None
+    except BaseException:
+        db.close()
+        raise
