@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-SCRUB = (
-    "OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "CODEX_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENROUTER_BASE_URL",
-    "ANTHROPIC_BASE_URL",
-    "OLLAMA_HOST",
-    "TINYAGENT_TEST_FAIL_SAVE",
-    "TINYAGENT_SCRIPT",
-)
 
 
 def call(name: str, call_id: str | None = None, **arguments: Any) -> dict[str, Any]:
@@ -41,17 +27,6 @@ def write_script(path: Path, replies: Sequence[dict[str, Any]], **extra: Any) ->
     """Write a ScriptedProvider script file and return its path."""
     path.write_text(json.dumps({"replies": list(replies), **extra}), encoding="utf-8")
     return path
-
-
-def clean_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """An environment isolated from the developer's config, state and provider credentials."""
-    env = {k: v for k, v in os.environ.items() if k not in SCRUB and not k.startswith("TINYAGENT_")}
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg-config")
-    env["XDG_STATE_HOME"] = str(tmp_path / "xdg-state")
-    env["PYTHONUNBUFFERED"] = "1"
-    if extra:
-        env.update(extra)
-    return env
 
 
 def tinyagent_cmd(*args: str) -> list[str]:

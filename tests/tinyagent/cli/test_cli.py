@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from support.tinyagent_cli import call, clean_env, load_json, reply, run_cli, tinyagent_cmd, write_script
+from support.env import hermetic_env
+from support.tinyagent_cli import call, load_json, reply, run_cli, tinyagent_cmd, write_script
 from tinyagent.trajectory.files import load_trajectory
 
 SUBMIT = reply(call("submit", answer="all done"))
@@ -46,16 +47,16 @@ def scripted(tmp_path: Path, work: Path, replies: list, *extra: str, env: dict |
             *list(extra),
         ],
         cwd=tmp_path,
-        env=clean_env(tmp_path, env),
+        env=hermetic_env(tmp_path, env),
         **kw,
     )
     return result, out
 
 
 def test_version_and_help(tmp_path: Path) -> None:
-    version = run_cli(["--version"], cwd=tmp_path, env=clean_env(tmp_path))
+    version = run_cli(["--version"], cwd=tmp_path, env=hermetic_env(tmp_path))
     assert (version.returncode, version.stdout) == (0, "tinyagent 0.1.0\n")
-    helped = run_cli(["--help"], cwd=tmp_path, env=clean_env(tmp_path))
+    helped = run_cli(["--help"], cwd=tmp_path, env=hermetic_env(tmp_path))
     assert helped.returncode == 0
     for needle in (
         "examples:",
@@ -75,7 +76,7 @@ def test_help_does_not_import_heavy_modules(tmp_path: Path) -> None:
         [sys.executable, "-X", "importtime", "-m", "tinyagent", "--help"],
         capture_output=True,
         text=True,
-        env=clean_env(tmp_path),
+        env=hermetic_env(tmp_path),
         check=True,
     )
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line}
@@ -95,7 +96,7 @@ def test_help_does_not_import_heavy_modules(tmp_path: Path) -> None:
     ],
 )
 def test_usage_errors_exit_2_with_one_line(tmp_path: Path, argv: list[str], message: str) -> None:
-    result = run_cli(argv, cwd=tmp_path, env=clean_env(tmp_path))
+    result = run_cli(argv, cwd=tmp_path, env=hermetic_env(tmp_path))
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.startswith(message)
@@ -104,7 +105,7 @@ def test_usage_errors_exit_2_with_one_line(tmp_path: Path, argv: list[str], mess
 
 
 def test_unknown_flag_is_a_usage_error(tmp_path: Path) -> None:
-    result = run_cli(["-t", "x", "--frobnicate"], cwd=tmp_path, env=clean_env(tmp_path))
+    result = run_cli(["-t", "x", "--frobnicate"], cwd=tmp_path, env=hermetic_env(tmp_path))
     assert result.returncode == 2
     assert "unrecognized arguments: --frobnicate" in result.stderr
 
@@ -147,7 +148,7 @@ def test_task_from_stdin(tmp_path: Path, work: Path) -> None:
     result = run_cli(
         ["-t", "-", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)],
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=hermetic_env(tmp_path),
         stdin="task from stdin\n",
     )
     assert result.returncode == 0
@@ -230,7 +231,7 @@ def test_signal_during_a_tool_kills_it_and_saves_interrupted(tmp_path: Path, wor
             "-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)
         ),
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=hermetic_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -268,7 +269,7 @@ def test_signal_during_a_model_request_stops_cleanly(tmp_path: Path, work: Path,
             "-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)
         ),
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=hermetic_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -312,7 +313,7 @@ def test_a_real_save_failure_is_reported_and_exits_nonzero(tmp_path: Path, work:
             str(out_dir / "run.json"),
         ],
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=hermetic_env(tmp_path),
     )
     assert result.returncode == 1
     assert result.stdout == "all done\n"  # the answer is still delivered
@@ -334,18 +335,18 @@ def test_output_through_a_symlink_or_into_a_directory_is_refused(tmp_path: Path,
     link.symlink_to(victim)
     script = write_script(tmp_path / "s.json", [SUBMIT])
     base = ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work)]
-    result = run_cli([*base, "-o", str(link)], cwd=tmp_path, env=clean_env(tmp_path))
+    result = run_cli([*base, "-o", str(link)], cwd=tmp_path, env=hermetic_env(tmp_path))
     assert result.returncode == 2
     assert "refusing to write the trajectory through a symlink" in result.stderr
     assert victim.read_text() == "keep"
-    result = run_cli([*base, "-o", str(tmp_path)], cwd=tmp_path, env=clean_env(tmp_path))
+    result = run_cli([*base, "-o", str(tmp_path)], cwd=tmp_path, env=hermetic_env(tmp_path))
     assert result.returncode == 2
     assert "output path is a directory" in result.stderr
 
 
 def test_default_output_is_private_under_xdg_state_home(tmp_path: Path, work: Path) -> None:
     script = write_script(tmp_path / "s.json", [SUBMIT])
-    env = clean_env(tmp_path)
+    env = hermetic_env(tmp_path)
     result = run_cli(
         ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work)],
         cwd=tmp_path,
@@ -368,7 +369,7 @@ def test_scripted_provider_via_environment_and_agents_md_once(tmp_path: Path, wo
     result = run_cli(
         ["-t", "t", "--provider", "scripted", "--cwd", str(work), "-o", str(out)],
         cwd=tmp_path,
-        env=clean_env(tmp_path, {"TINYAGENT_SCRIPT": str(script)}),
+        env=hermetic_env(tmp_path, {"TINYAGENT_SCRIPT": str(script)}),
     )
     assert result.returncode == 0
     sent = load_json(out)
@@ -430,7 +431,7 @@ def test_sigkill_during_a_tool_batch_leaves_the_previous_checkpoint(tmp_path: Pa
             "-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)
         ),
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=hermetic_env(tmp_path),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -458,7 +459,7 @@ def test_a_task_that_is_not_utf8_is_a_usage_error(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "tinyagent", "-t", b"caf\xe9", "--provider", "scripted"],
         cwd=tmp_path,
-        env=clean_env(tmp_path),
+        env=hermetic_env(tmp_path),
         capture_output=True,
         text=True,
         check=False,

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from support.env import hermetic_env
 from support.provider_stubs import ProviderStub
-from support.tinyagent_cli import clean_env, load_json, run_cli, tinyagent_cmd
+from support.tinyagent_cli import load_json, run_cli, tinyagent_cmd
 
 PROVIDERS = ["openai", "openrouter", "ollama", "anthropic", "codex"]
 KEYS = {
@@ -64,7 +65,7 @@ def test_create_hello_txt_end_to_end(tmp_path: Path, provider: str, stream: bool
         },
     ]
     with ProviderStub(replies) as stub:
-        env = clean_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
+        env = hermetic_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
         out = tmp_path / "run.json"
         result = run_cli(
             [
@@ -116,7 +117,7 @@ def _start(tmp_path: Path, provider: str, base_url: str, *extra: str) -> tuple[s
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     out = tmp_path / "run.json"
-    env = clean_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
+    env = hermetic_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
     proc = subprocess.Popen(
         tinyagent_cmd(
             "-t",

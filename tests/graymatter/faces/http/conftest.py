@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from support.processes import Server
+from support.processes import ServerProcess
 
 
 @pytest.fixture
-def servers(tmp_path: Path) -> Iterator[list[Server]]:
+def servers(tmp_path: Path) -> Iterator[list[ServerProcess]]:
     """Collects servers started by a test and stops them afterwards."""
-    started: list[Server] = []
+    started: list[ServerProcess] = []
     yield started
     for server in started:
         server.kill()

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.processes import Server, auth, start_server
+from support.processes import ServerProcess, auth, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -22,7 +22,7 @@ OPS_PER_CLIENT = 30
 class Client(threading.Thread):
     """Mixed load through every server: writes, cross-server recalls, revisions, checkpoint saves."""
 
-    def __init__(self, number: int, servers: list[Server], dead: set[int]) -> None:
+    def __init__(self, number: int, servers: list[ServerProcess], dead: set[int]) -> None:
         super().__init__(daemon=True)
         self.number = number
         self.servers = servers
@@ -107,7 +107,9 @@ class Client(threading.Thread):
                     self.checkpoints.append(saved.json()["id"])
 
 
-def test_four_servers_one_database_with_a_sigkill(pg_dsn: str, tmp_path: Path, servers: list[Server]) -> None:
+def test_four_servers_one_database_with_a_sigkill(
+    pg_dsn: str, tmp_path: Path, servers: list[ServerProcess]
+) -> None:
     for n in range(4):
         servers.append(start_server(pg_dsn, tmp_path / f"s{n}"))
     dead: set[int] = set()

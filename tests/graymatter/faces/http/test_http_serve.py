@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from graymatter.faces.http.security import MAX_BODY_BYTES, TOKEN_FILE_NAME
-from support.processes import HttpServer, graymatter_command, server_env
+from support.processes import graymatter_command, server_env, start_mcp_http
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -35,7 +35,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 def token_file_server(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A server whose token comes from the token file it generates in its data directory."""
     store = tmp_path_factory.mktemp("token-file-store")
-    server = HttpServer(store)
+    server = start_mcp_http(store)
     try:
         yield server, store
     finally:
@@ -107,7 +107,7 @@ def test_no_auth_is_refused_on_a_public_address(tmp_path: Path) -> None:
 
 
 def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> None:
-    server = HttpServer(tmp_path, "--no-auth")
+    server = start_mcp_http(tmp_path, "--no-auth")
     try:
         response = post(server.url, json.dumps(INITIALIZE).encode())
         assert response.status_code == 200
@@ -119,7 +119,7 @@ def test_no_auth_on_loopback_serves_without_a_token(tmp_path: Path) -> None:
 
 def test_explicit_token_flag_wins_and_is_never_printed(tmp_path: Path) -> None:
     token = "flag-token-abcdefghijklmnop"
-    server = HttpServer(
+    server = start_mcp_http(
         tmp_path, "--token", token, env=server_env(GRAYMATTER_HTTP_TOKEN="env-token-abcdefghijkl")
     )
     try:
@@ -128,8 +128,7 @@ def test_explicit_token_flag_wins_and_is_never_printed(tmp_path: Path) -> None:
         assert post(server.url, body, Authorization="Bearer env-token-abcdefghijkl").status_code == 401
     finally:
         server.stop()
-    assert server.process.stderr is not None
-    assert token not in server.process.stderr.read()
+    assert token not in server.log.read_text()
     assert not (tmp_path / TOKEN_FILE_NAME).exists()
 
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from graymatter.faces.http.rest import openapi_document
-from support.processes import TOKEN, Server, start_server
+from support.processes import TOKEN, ServerProcess, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]
 
@@ -20,7 +20,7 @@ schema = schemathesis.openapi.from_dict(openapi_document())
 
 
 @pytest.fixture(scope="module")
-def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     from support.pgserver import start_cluster
 
     cluster = start_cluster()
@@ -33,7 +33,9 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @schema.parametrize()
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
-def test_rest_api_never_fails_and_matches_its_schema(case: schemathesis.Case, live_server: Server) -> None:
+def test_rest_api_never_fails_and_matches_its_schema(
+    case: schemathesis.Case, live_server: ServerProcess
+) -> None:
     # Business rules may refuse a schema-valid request (404 unknown text, 422 identical revision): not a bug.
     # negative_data_rejection is excluded because the Authorization header we must send replaces the header
     # mutations schemathesis generates (a "negative" case then reaches the server valid and is accepted);
@@ -60,7 +62,7 @@ def test_rest_api_never_fails_and_matches_its_schema(case: schemathesis.Case, li
     ],
 )
 def test_rest_api_rejects_invalid_parameters(
-    live_server: Server, method: str, path: str, params: dict | None, body: dict | None
+    live_server: ServerProcess, method: str, path: str, params: dict | None, body: dict | None
 ) -> None:
     import httpx
 

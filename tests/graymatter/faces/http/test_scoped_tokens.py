@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from support.env import hermetic_env
-from support.processes import Server, auth, start_server
+from support.processes import ServerProcess, auth, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]
 
@@ -29,7 +29,7 @@ def create_token(store: str, agents: str, *extra: str) -> dict[str, Any]:
     return json.loads(done.stdout)
 
 
-def snapshot(server: Server) -> dict[str, Any]:
+def snapshot(server: ServerProcess) -> dict[str, Any]:
     """Everything the default token can see of both namespaces (to prove refusals changed nothing)."""
     out = {}
     for agent in ("beta", "__shared__"):
@@ -42,7 +42,7 @@ def snapshot(server: Server) -> dict[str, Any]:
     return out
 
 
-def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers: list[Server]) -> None:
+def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers: list[ServerProcess]) -> None:
     alpha = create_token(pg_dsn, "alpha", "--label", "alpha writer")
     reader = create_token(pg_dsn, "alpha", "--read-only")
     servers.append(start_server(pg_dsn, tmp_path / "s"))

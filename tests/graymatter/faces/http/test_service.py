@@ -19,7 +19,7 @@ from graymatter import Memory
 from graymatter.engine.access import TokenService, open_token_store
 from graymatter.faces.http.rest import ServiceConfig, build_app, openapi_document
 from support.env import hermetic_env
-from support.processes import TOKEN, Server, auth, start_server
+from support.processes import TOKEN, ServerProcess, auth, start_server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -146,7 +146,7 @@ def test_newer_schema_is_refused_untouched(pg_dsn: str) -> None:
         assert conn.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'gm_%'").fetchone() == before
 
 
-def test_logs_are_json_lines_without_secrets_or_content(tmp_path: Path, servers: list[Server]) -> None:
+def test_logs_are_json_lines_without_secrets_or_content(tmp_path: Path, servers: list[ServerProcess]) -> None:
     server = start_server(str(tmp_path / "store"), tmp_path / "s")
     servers.append(server)
     secret_text = "the vault combination is 1234"
@@ -218,7 +218,7 @@ def test_token_cli_on_the_embedded_store(tmp_path: Path) -> None:
     assert listed[0]["revoked_at"] is not None
 
 
-def test_mcp_on_the_same_port_honours_the_tool_contract(tmp_path: Path, servers: list[Server]) -> None:
+def test_mcp_on_the_same_port_honours_the_tool_contract(tmp_path: Path, servers: list[ServerProcess]) -> None:
     server = start_server(str(tmp_path / "store"), tmp_path / "s")
     servers.append(server)
 
@@ -258,7 +258,7 @@ def test_unreachable_database_fails_fast_on_one_line_without_the_password(tmp_pa
     assert "cannot connect to PostgreSQL" in done.stderr and "hunter2secret" not in done.stderr
 
 
-def test_sigterm_finishes_the_request_in_flight(tmp_path: Path, servers: list[Server]) -> None:
+def test_sigterm_finishes_the_request_in_flight(tmp_path: Path, servers: list[ServerProcess]) -> None:
     """A request whose body is still arriving when SIGTERM lands is completed and acknowledged."""
     import signal as signals
     from urllib.parse import urlsplit

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from graymatter.engine.memory import Memory
-from support.processes import HttpServer, server_env
+from support.processes import ServerProcess, server_env, start_mcp_http
 
 HTTP_TOKEN = "contract-test-token-0123456789"
 
@@ -36,8 +36,8 @@ def memory(store_dir: Path) -> Iterator[Memory]:
 
 
 @pytest.fixture(scope="module")
-def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpServer]:
-    server = HttpServer(
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = start_mcp_http(
         tmp_path_factory.mktemp("http-store"), env=server_env(GRAYMATTER_HTTP_TOKEN=HTTP_TOKEN)
     )
     try:
@@ -67,7 +67,7 @@ def connect(request: pytest.FixtureRequest) -> ClientFactory:
 
         return in_process
 
-    http: HttpServer = request.getfixturevalue("http_server")
+    http: ServerProcess = request.getfixturevalue("http_server")
 
     @asynccontextmanager
     async def over_http() -> Any:

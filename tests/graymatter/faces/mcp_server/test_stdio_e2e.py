@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import json
-import os
 import queue
 import subprocess
 import sys
@@ -24,18 +23,12 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from graymatter.faces.mcp_server.server import INSTRUCTIONS, TOOL_NAMES
+from support.processes import graymatter_command, server_env
 
 pytestmark = pytest.mark.timeout(180)
 
 RECORDER = Path(__file__).resolve().parents[3] / "gate" / "stdio_recorder.py"
-SERVER_ENV = {
-    **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("GRAYMATTER_")},
-    "GRAYMATTER_OLLAMA_URL": "http://127.0.0.1:9",  # a closed port: no embedding provider is reachable
-}
-
-
-def graymatter_command(store: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "graymatter", "--no-daemon", "--dir", str(store), *args]
+SERVER_ENV = server_env()  # the Ollama probe aims at a closed port: no embedding provider is reachable
 
 
 def stdio_params(command: list[str]) -> Any:
