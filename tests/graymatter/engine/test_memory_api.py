@@ -9,9 +9,10 @@ import pytest
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
+from graymatter.constants import SHARED_AGENT_ID
 from graymatter.errors import CorruptRecord, InvalidInput, NoCheckpoint, NotFound, StorageError
 from graymatter.ids import is_ulid
-from graymatter.models import SHARED_AGENT_ID, SignalWeights
+from graymatter.models import SignalWeights
 from graymatter.retrieval.fusion import rrf_score
 
 CORPUS = [

@@ -19,7 +19,7 @@ _EXPORTS = {
     "Memory": "graymatter.engine.memory",
     "MemoryConfig": "graymatter.config",
     "open_store": "graymatter.store",
-    "SHARED_AGENT_ID": "graymatter.models",
+    "SHARED_AGENT_ID": "graymatter.constants",
     "Checkpoint": "graymatter.models",
     "Fact": "graymatter.models",
     "Link": "graymatter.models",

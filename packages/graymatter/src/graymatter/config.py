@@ -6,10 +6,12 @@ import math
 import os
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from graymatter.constants import Confidence
 from graymatter.errors import InvalidInput
-from graymatter.models import Confidence, SignalWeights, default_weights
+from graymatter.models import SignalWeights, default_weights
+from graymatter.validation import first_error
 
 EmbeddingMode = Literal["keyword", "auto", "ollama", "openai", "onnx", "hashing"]
 SummariserName = Literal["ollama", "openai", "anthropic"]
@@ -116,8 +118,7 @@ class MemoryConfig(BaseModel):
             )  # the defaults are valid by construction; skip building the validator
         try:
             return cls.model_validate(values)
-        except ValueError as exc:  # pydantic ValidationError: name the setting, never echo secrets
-            errors = getattr(exc, "errors", lambda: [])()
-            where = ".".join(str(p) for p in errors[0]["loc"]) if errors else "configuration"
+        except ValidationError as exc:  # name the setting, never echo secrets
+            where, message = first_error(exc)
             variable = next((var for var, field in mapping.items() if field == where), where)
-            raise InvalidInput(f"invalid setting {variable}: {errors[0]['msg'] if errors else exc}") from None
+            raise InvalidInput(f"invalid setting {variable}: {message}") from None

@@ -8,19 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SHARED_AGENT_ID = "__shared__"
-"""The project-wide namespace."""
+from graymatter.constants import Confidence
 
-SUPERSEDED_BY_AGENT = "agent"
-"""``superseded_by`` value of a fact retired without a replacement (forget)."""
-
-Confidence = Literal["verified", "inferred", "unverified"]
 FactKind = Literal["fact", "alias"]
 Interface = Literal["cli", "mcp", "rest", "library", "import", "consolidation"]
 RecallScope = Literal["agent", "shared", "all"]
-
-CONFIDENCE_LEVELS: dict[str, int] = {"unverified": -1, "inferred": 0, "verified": 1}
-"""Numeric value ``c`` of each label, used by the confidence factor ``1 + w·c`` and by filters."""
 
 
 def utcnow() -> datetime:

@@ -7,8 +7,15 @@ import json
 import math
 from typing import Any
 
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from graymatter.constants import CONFIDENCE_LABELS, CONFIDENCE_LEVELS, Confidence
 from graymatter.errors import InvalidInput
-from graymatter.models import CONFIDENCE_LEVELS, Confidence, Provenance
+from graymatter.models import Provenance
+
+_CONFIDENCE_CHOICES = ", ".join(f'"{label}"' for label in CONFIDENCE_LABELS[:-1])
+_CONFIDENCE_ERROR = f'confidence must be {_CONFIDENCE_CHOICES} or "{CONFIDENCE_LABELS[-1]}"'
 
 
 def agent_id(value: Any, max_chars: int = 1024) -> str:
@@ -55,7 +62,7 @@ def query(value: Any, max_bytes: int) -> str:
 def confidence(value: Any) -> Confidence:
     """One of ``verified``, ``inferred``, ``unverified``."""
     if value not in CONFIDENCE_LEVELS:
-        raise InvalidInput('confidence must be "verified", "inferred" or "unverified"')
+        raise InvalidInput(_CONFIDENCE_ERROR)
     return value  # type: ignore[no-any-return]
 
 
@@ -103,7 +110,7 @@ def json_object(value: Any, field: str, max_bytes: int) -> dict[str, Any]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise InvalidInput(f"{field} must be valid JSON: {exc.msg} at position {exc.pos}") from None
     if not isinstance(value, dict):
         raise InvalidInput(f"{field} must be a JSON object")
@@ -131,3 +138,14 @@ def label(value: Any, field: str) -> str:
     if len(cleaned) > 512:
         raise InvalidInput(f"{field} is longer than 512 characters")
     return cleaned
+
+
+def error_location(error: ErrorDetails) -> str:
+    """The dotted location of one pydantic error (``""`` at the top level)."""
+    return ".".join(str(part) for part in error["loc"])
+
+
+def first_error(exc: ValidationError) -> tuple[str, str]:
+    """``(dotted location, message)`` of the first error of a pydantic ``ValidationError``."""
+    first = exc.errors()[0]
+    return error_location(first), first["msg"]

@@ -39,7 +39,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from graymatter.errors import GraymatterError
-from graymatter.models import SHARED_AGENT_ID, Provenance
+from graymatter.constants import SHARED_AGENT_ID
+from graymatter.models import Provenance
 
 ALL_AGENTS = "*"
 TOKEN_PREFIX = "gm_"

@@ -18,9 +18,10 @@ from datetime import datetime
 from typing import Protocol
 
 from graymatter.config import MemoryConfig
+from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import GraymatterError
 from graymatter.ids import new_ulid
-from graymatter.models import CONFIDENCE_LEVELS, ConsolidationReport, Fact, Provenance, utcnow
+from graymatter.models import ConsolidationReport, Fact, Provenance, utcnow
 from graymatter.store.base import Store
 
 

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from graymatter.models import CONFIDENCE_LEVELS, Fact, SignalWeights
+from graymatter.constants import CONFIDENCE_LEVELS
+from graymatter.models import Fact, SignalWeights
 
 
 @dataclass(frozen=True, slots=True)

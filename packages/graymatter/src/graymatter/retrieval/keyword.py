@@ -24,32 +24,15 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
 
 from graymatter.retrieval.query import tokenize
+from graymatter.store.base import Store
 
 PHRASE_WEIGHT = 0.25
 CONTEXT_WEIGHT = 0.5
 CONTEXT_WINDOW = 2
 CONTEXT_SOURCES = 20
 CONTEXT_MAX_GAP_S = 3600.0
-
-
-class _ScoredId(Protocol):
-    fact_id: str
-    score: float
-
-
-class KeywordStore(Protocol):
-    """The part of ``Store`` the keyword signal uses (``neighbours`` is optional on older backends)."""
-
-    def keyword_search(
-        self,
-        agent_ids: Sequence[str],
-        terms: Sequence[str],
-        limit: int,
-        confidences: Sequence[str] | None = None,
-    ) -> Sequence[_ScoredId]: ...
 
 
 def phrase_terms(query: str, selected_terms: Sequence[str]) -> list[str]:
@@ -87,7 +70,7 @@ class KeywordEvidence:
 
 
 def keyword_evidence(
-    store: KeywordStore,
+    store: Store,
     agent_ids: Sequence[str],
     query: str,
     terms: Sequence[str],
@@ -113,12 +96,11 @@ def keyword_evidence(
         for hit in store.keyword_search(agent_ids, phrases, limit, confidences):
             evidence.own[hit.fact_id] = evidence.own.get(hit.fact_id, 0.0) + phrase_weight * hit.score
             evidence.sources.setdefault(hit.fact_id, "phrase")
-    neighbours = getattr(store, "neighbours", None)
-    if neighbours is None or context_weight <= 0 or context_window <= 0 or context_sources <= 0:
+    if context_weight <= 0 or context_window <= 0 or context_sources <= 0:
         return evidence
     # Stable sort: equal scores keep BM25 order (the backend's total order).
     lenders = sorted(evidence.own.items(), key=lambda item: -item[1])[:context_sources]
-    adjacent: Mapping[str, Sequence[str]] = neighbours([fid for fid, _ in lenders], context_window)
+    adjacent = store.neighbours([fid for fid, _ in lenders], context_window)
     for lender, score in lenders:
         for borrower in adjacent.get(lender, ()):
             evidence.loans.setdefault(borrower, []).append((context_weight * score, lender))

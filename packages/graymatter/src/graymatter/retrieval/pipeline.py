@@ -15,13 +15,14 @@ Superseded facts never reach step 2-4: backends only index live facts.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from graymatter.models import CONFIDENCE_LEVELS, Confidence, Fact, SignalWeights, default_weights
+from graymatter.constants import CONFIDENCE_LEVELS, Confidence
+from graymatter.models import Fact, SignalWeights, default_weights
 from graymatter.retrieval.fusion import Fused, order, select
 from graymatter.retrieval.keyword import (
     CONTEXT_MAX_GAP_S,
@@ -134,35 +135,15 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
             confidences,
             request.min_vector_similarity,
         )
-
-    terms: list[str] = []
-    evidence = KeywordEvidence()
-    if request.query.strip() and weights.keyword > 0:
-        terms = keyword_terms(
-            store, agent_ids, request.query, request.max_query_terms, request.max_query_postings
-        )
-        evidence = keyword_evidence(
-            store,
-            agent_ids,
-            request.query,
-            terms,
-            pool,
-            confidences,
-            phrase_weight=request.phrase_weight,
-            context_weight=request.context_weight,
-            context_window=request.context_window,
-            context_sources=request.context_sources,
-        )
-
+    terms, evidence = _keyword_signal(store, request, agent_ids, pool, confidences)
     vector_ids, vector_used = vector_job.result() if vector_job is not None else ([], False)
-
     recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
-    recent_set = set(recent_ids)
 
     pool_ids = list(dict.fromkeys([*evidence.candidate_ids(), *vector_ids, *recent_ids]))
     allowed = None if confidences is None else set(confidences)
-    info, loaded = _rank_info(store, pool_ids)
-    info = {fid: row for fid, row in info.items() if allowed is None or row[1] in allowed}
+    info = {
+        fid: row for fid, row in store.rank_info(pool_ids).items() if allowed is None or row[1] in allowed
+    }
     keyword_score, keyword_sources = combine(
         evidence, {fid: row[0] for fid, row in info.items()}, pool, max_gap_s=request.context_max_gap_s
     )
@@ -173,24 +154,80 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     members = (
         {*keyword_score, *vector_ids} if relevance_required else {*keyword_score, *vector_ids, *recent_ids}
     )
+    ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
+    info = {fid: row for fid, row in info.items() if fid in members}
+    ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
+    results = select(
+        ordered, _fact_loader(store, allowed), top_k=request.top_k, min_relevance=request.min_relevance
+    )
+    return RecallOutcome(
+        results,
+        terms,
+        vector_used,
+        {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources},
+    )
+
+
+def _keyword_signal(
+    store: Store,
+    request: RecallRequest,
+    agent_ids: list[str],
+    pool: int,
+    confidences: list[str] | None,
+) -> tuple[list[str], KeywordEvidence]:
+    """The selected query terms and what the keyword searches found (nothing when keyword is off)."""
+    if not (request.query.strip() and request.weights.keyword > 0):
+        return [], KeywordEvidence()
+    terms = keyword_terms(
+        store, agent_ids, request.query, request.max_query_terms, request.max_query_postings
+    )
+    evidence = keyword_evidence(
+        store,
+        agent_ids,
+        request.query,
+        terms,
+        pool,
+        confidences,
+        phrase_weight=request.phrase_weight,
+        context_weight=request.context_weight,
+        context_window=request.context_window,
+        context_sources=request.context_sources,
+    )
+    return terms, evidence
+
+
+def _signal_ranks(
+    request: RecallRequest,
+    info: dict[str, tuple[datetime, str]],
+    members: set[str],
+    keyword_score: dict[str, float],
+    vector_ids: list[str],
+    recent: set[str],
+) -> tuple[dict[str, tuple[int, int, int]], dict[str, int]]:
+    """Per member ``(keyword, vector, recency)`` ranks (0 = absent), and the keyword ranks alone."""
     # Recency ranks place each fact in the agent's recent timeline: the newest facts take their ranks
     # even when they are not returned, so a relevant fact's recency rank reflects how much was written
     # after it, not only how many other matches are newer.
-    timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent_set}
-    info = {fid: row for fid, row in info.items() if fid in members}
+    timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent}
+    created = {fid: row[0] for fid, row in info.items() if fid in members}
     keyword_order = sorted(
-        (fid for fid in keyword_score if fid in info),
-        key=lambda fid: (-keyword_score[fid], info[fid][0], fid),
+        (fid for fid in keyword_score if fid in created),
+        key=lambda fid: (-keyword_score[fid], created[fid], fid),
     )
     keyword_rank = {fid: i + 1 for i, fid in enumerate(keyword_order)}
-    vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in info)}
+    vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in created)}
     recency_rank = recency_ranks(
         timeline, resolution_s=request.recency_resolution_s, exact=not keyword_rank and not vector_rank
     )
     ranks = {
-        fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in info
+        fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in created
     }
-    ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
+    return ranks, keyword_rank
+
+
+def _fact_loader(store: Store, allowed: set[str] | None) -> Callable[[Sequence[str]], dict[str, Fact]]:
+    """``load(ids)`` for fusion's selection: the live ``fact``-kind facts among ``ids`` (decoded once)."""
+    loaded: dict[str, Fact] = {}
 
     def load(ids: Sequence[str]) -> dict[str, Fact]:
         missing = [fid for fid in ids if fid not in loaded]
@@ -205,25 +242,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
             and (allowed is None or fact.confidence in allowed)
         }
 
-    results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
-    return RecallOutcome(
-        results,
-        terms,
-        vector_used,
-        {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources},
-    )
-
-
-def _rank_info(store: Store, fact_ids: list[str]) -> tuple[dict[str, tuple[datetime, str]], dict[str, Fact]]:
-    """``(created_at, confidence)`` of the live facts among ``fact_ids``, and any facts already decoded.
-
-    Uses the backend's light ``rank_info`` when it has one; otherwise decodes the facts (same ranking).
-    """
-    light = getattr(store, "rank_info", None)
-    if light is not None:
-        return dict(light(fact_ids)), {}
-    facts = {f.id: f for f in store.get_facts(fact_ids) if f.live and f.kind == "fact"}
-    return {fid: (f.created_at, f.confidence) for fid, f in facts.items()}, facts
+    return load
 
 
 def _vector_candidates(

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from graymatter.models import Checkpoint, Fact, Link, MemoryStats
@@ -39,6 +40,10 @@ class Store(Protocol):
 
     url: str
     """A human-readable location of the store (never contains credentials)."""
+
+    @property
+    def data_dir(self) -> Path | None:
+        """The store's directory when it is embedded (SQLite), else ``None``."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:

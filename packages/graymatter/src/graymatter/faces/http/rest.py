@@ -49,6 +49,7 @@ from graymatter.models import (
     RecallScope,
     Revision,
 )
+from graymatter.validation import first_error
 
 log = logging.getLogger("graymatter.rest")
 
@@ -558,9 +559,8 @@ def _query_params(scope: Scope) -> dict[str, str]:
 
 
 def _validation_message(exc: ValidationError) -> str:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "body"
-    return f"{where}: {first['msg']}"
+    where, message = first_error(exc)
+    return f"{where or 'body'}: {message}"
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -14,10 +14,12 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
+from graymatter.constants import Confidence
+
 MAX_TOP_K = 100
 MAX_BATCH_QUERIES = 16
 
-ConfidenceLabel = Literal["verified", "inferred", "unverified"]
+ConfidenceLabel = Confidence
 ReflectAction = Literal["add", "update", "forget", "link", "pin", "unpin"]
 
 

@@ -42,6 +42,7 @@ from graymatter.faces.mcp_server.schemas import (
     RetrievalResult,
 )
 from graymatter.models import Provenance
+from graymatter.validation import error_location
 
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
@@ -395,7 +396,7 @@ def _reflect_identity(arguments: dict[str, Any]) -> None:
 def _validation_message(tool: str, exc: ValidationError) -> str:
     parts = []
     for error in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(p) for p in error["loc"])
+        where = error_location(error)
         message = error["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     return f"invalid arguments for {tool}: " + "; ".join(parts)

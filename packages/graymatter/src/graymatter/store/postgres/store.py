@@ -45,6 +45,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -284,6 +285,7 @@ class PostgresStore:
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 8, timeout: float = 30.0) -> None:
         self._dsn = url.replace("postgres://", "postgresql://", 1) if url.startswith("postgres://") else url
         self.url = redact_url(self._dsn)
+        self.data_dir: Path | None = None
         self._tokenizer = FtsTokenizer()
         self._closed = False
         self._defer_index = False

@@ -1,0 +1,115 @@
+"""The state every part of the ``Memory`` facade shares: store, config, embedder, background, checks."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Self
+
+from graymatter import validation as check
+from graymatter.config import MemoryConfig
+from graymatter.constants import DATA_DIR_ENV, DEFAULT_DATA_DIR
+from graymatter.engine.background import BackgroundConsolidator
+from graymatter.engine.embedding_index import REEMBED_BATCH, EmbeddingIndex, open_index
+from graymatter.engine.embeddings import resolve_embedder
+from graymatter.engine.lifecycle import Summariser, consolidate
+from graymatter.models import ConsolidationReport
+from graymatter.store import Store, open_store
+
+_DEFAULT: Any = object()
+
+
+def default_data_dir() -> Path:
+    """``$GRAYMATTER_DIR`` if set, else ``./.graymatter``."""
+    return Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
+
+
+class MemoryCore:
+    """Opens and closes a memory; the API parts (writes, recall, checkpoints) build on it.
+
+    ``data_dir`` is the embedded SQLite store's directory (default ``$GRAYMATTER_DIR`` or
+    ``./.graymatter``); ``store=`` uses another backend. ``embedder`` defaults to what
+    ``config.embedding`` selects; ``None`` means keyword-only.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        store: Store | None = None,
+        embedder: Any = _DEFAULT,
+        config: MemoryConfig | None = None,
+        summariser: Summariser | object | None = _DEFAULT,
+        on_consolidate_error: Callable[[str, Exception], None] | None = None,
+    ) -> None:
+        self.config = config if config is not None else MemoryConfig.from_env()
+        if store is None:
+            store = open_store(data_dir if data_dir is not None else default_data_dir())
+        self.store: Store = store
+        self.data_dir: Path | None = store.data_dir
+        """The store's directory (embedded SQLite), else ``None``."""
+        self._closed = False
+        self._background = BackgroundConsolidator(
+            store, self._consolidate_cycle, self.config.max_async_consolidations, on_consolidate_error
+        )
+        self.close_timeout_s = 30.0
+        """How long ``close()`` (and leaving a ``with`` block) waits for background consolidation."""
+        try:
+            inner = resolve_embedder(self.config) if embedder is _DEFAULT else embedder
+            if summariser is _DEFAULT:
+                from graymatter.engine.summarisers import resolve_summariser
+
+                summariser = resolve_summariser(self.config)
+            self.summariser: Summariser | None = summariser  # type: ignore[assignment]
+            self._embeddings: EmbeddingIndex = open_index(store, inner)
+        except BaseException:
+            self.store.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def close(self, timeout_s: float | None = None) -> None:
+        """Wait (at most ``timeout_s``, default ``close_timeout_s``) for background consolidation, then
+        release the store. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._background.close(self.close_timeout_s if timeout_s is None else timeout_s)
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(self.close_timeout_s)
+
+    @property
+    def embedding_model(self) -> str | None:
+        """``model/dimension`` of the active embedder, or ``None`` when keyword-only."""
+        return self._embeddings.model_id
+
+    @property
+    def last_consolidation_error(self) -> str | None:
+        """The latest background consolidation failure, else ``None``."""
+        return self._background.last_error
+
+    def reembed_pending(self, limit: int | None = REEMBED_BATCH) -> int:
+        """Embed facts waiting for a vector (all when ``limit`` is None); return how many were stored.
+
+        Stops quietly at the first provider failure; the rest stay queued.
+        """
+        return self._embeddings.reembed_pending(limit)
+
+    def wait_for_background(self, timeout_s: float = 30.0) -> None:
+        """Block until running background consolidations finish (tests, CLI shutdown)."""
+        self._background.wait(timeout_s)
+
+    def _consolidate_cycle(self, agent_id: str) -> ConsolidationReport:
+        return consolidate(self.store, agent_id, self.config, self.summariser)
+
+    # -- validation helpers ------------------------------------------------------------------------
+    def _agent(self, agent_id: Any) -> str:
+        return check.agent_id(agent_id, self.config.max_agent_id_chars)
+
+    def _text(self, text: Any, field: str = "text") -> str:
+        return check.text(text, self.config.max_text_bytes, field)
