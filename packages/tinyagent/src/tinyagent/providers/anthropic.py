@@ -12,23 +12,20 @@ Streaming handles `ping` anywhere and an `error` event mid-stream.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Unpack
 
-from tinyagent.providers.adapter import HttpAdapter
-from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
+from tinyagent.providers.adapter import HttpAdapter, HttpOptions
+from tinyagent.providers.base import OnText, ProviderConnectionError, ProviderError, ProviderProtocolError
 from tinyagent.providers.fields import index_field, mapping, text_field, token_field
 from tinyagent.providers.history import (
     WireIds,
     anthropic_safe_id,
     arguments_object,
-    check_pairing,
     distinct_call_ids,
     system_text,
 )
-from tinyagent.providers.http.errors import error_for_status
-from tinyagent.providers.http.retry import RetryPolicy, StreamProgress
+from tinyagent.providers.http.retry import StreamProgress
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
@@ -82,14 +79,11 @@ class AnthropicProvider(HttpAdapter):
         base_url: str = "https://api.anthropic.com",
         api_key: str | None = None,
         name: str = "anthropic",
-        timeout: float = 300.0,
-        max_retries: int = 3,
         max_tokens: int | None = None,
         thinking_budget: int | None = None,
         prompt_cache: bool = True,
         key_hint: str | None = "ANTHROPIC_API_KEY",
-        retry: RetryPolicy | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        **options: Unpack[HttpOptions],
     ) -> None:
         self.name = name
         self.model = model
@@ -101,22 +95,12 @@ class AnthropicProvider(HttpAdapter):
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self._open_http(
-            headers=headers,
-            timeout=timeout,
-            retry=retry,
-            max_retries=max_retries,
-            key_hint=key_hint,
-            api_key=api_key,
-            sleep=sleep,
-        )
+        self._open_http(headers, api_key=api_key, key_hint=key_hint, **options)
 
     # request ---------------------------------------------------------------------------------
-    def build_request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    def _request_body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], stream: bool
     ) -> dict[str, Any]:
-        """The exact request body for this history (public for tests and debugging)."""
-        check_pairing(messages, self.name)
         ids = WireIds(messages, transform=anthropic_safe_id, unique=True)
         turns: list[dict[str, Any]] = []
         for index, message in enumerate(messages):
@@ -182,9 +166,8 @@ class AnthropicProvider(HttpAdapter):
 
     # response --------------------------------------------------------------------------------
     def _error(self, error: Any) -> ProviderError:
-        status = _ERROR_STATUS.get(text_field(mapping(error).get("type")) or "", 502)
-        return error_for_status(
-            status, json.dumps({"error": error}).encode(), provider=self.name, url=self.url
+        return self._error_document(
+            _ERROR_STATUS.get(text_field(mapping(error).get("type")) or "", 502), error
         )
 
     def _parse(self, data: Any) -> Completion:
@@ -233,9 +216,7 @@ class AnthropicProvider(HttpAdapter):
             response_id=text_field(envelope.get("id")),
         )
 
-    def _consume(
-        self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: Callable[[str], None] | None
-    ) -> Completion:
+    def _consume(self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: OnText) -> Completion:
         envelope: dict[str, Any] = {}
         usage: dict[str, Any] = {}
         blocks: dict[int, dict[str, Any]] = {}
@@ -243,12 +224,7 @@ class AnthropicProvider(HttpAdapter):
         stop_reason: Any = None
         done = False
         for event in events:
-            try:
-                data = json.loads(event.data)
-            except ValueError:
-                raise ProviderProtocolError(f"{self.name}: malformed JSON in the response stream") from None
-            if not isinstance(data, dict):
-                raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
+            data = self._event_json(event)
             kind = data.get("type") or event.event
             if kind == "message_start":
                 envelope = dict(mapping(data.get("message")))
@@ -285,7 +261,7 @@ class AnthropicProvider(HttpAdapter):
         partial_json: dict[int, list[str]],
         data: Mapping[str, Any],
         progress: StreamProgress,
-        on_text: Callable[[str], None] | None,
+        on_text: OnText,
     ) -> None:
         index = index_field(data.get("index"), -1)
         block = blocks.get(index)

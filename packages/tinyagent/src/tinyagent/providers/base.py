@@ -15,12 +15,16 @@ Error messages never include request bodies, API keys or transcript content.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
+from tinyagent.errors import TinyAgentError
 from tinyagent.types import Completion, Message, ToolSpec
 
+OnText: TypeAlias = Callable[[str], None] | None
+"""Where a streamed reply's text goes as it arrives (None: nowhere)."""
 
-class ProviderError(Exception):
+
+class ProviderError(TinyAgentError):
     """Base class: the provider could not produce a completion."""
 
     retryable: bool = False
@@ -72,12 +76,7 @@ class Provider(Protocol):
     model: str
 
     def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        stream: bool,
-        on_text: Callable[[str], None] | None = None,
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool, on_text: OnText = None
     ) -> Completion:
         """Send the conversation and return the assistant's reply with normalised usage."""
         ...

@@ -10,23 +10,21 @@ kept in `Message.provider_state["openai_chat"]` and sent back only to the provid
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Unpack
 
-from tinyagent.providers.adapter import HttpAdapter
-from tinyagent.providers.base import ProviderConnectionError, ProviderProtocolError
+from tinyagent.providers.adapter import HttpAdapter, HttpOptions, bearer_headers
+from tinyagent.providers.base import OnText, ProviderConnectionError, ProviderProtocolError
+from tinyagent.providers.chat_stream import ChatStream
 from tinyagent.providers.fields import (
     cost_field,
-    index_field,
     mapping,
     sequence,
     text_field,
     token_field,
 )
-from tinyagent.providers.history import PairingChecker, check_pairing, distinct_call_ids, wire_arguments
-from tinyagent.providers.http.errors import error_for_status
-from tinyagent.providers.http.retry import RetryPolicy, StreamProgress
+from tinyagent.providers.history import PairingChecker, distinct_call_ids, wire_arguments
+from tinyagent.providers.http.retry import StreamProgress
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
@@ -63,39 +61,23 @@ class OpenAIChatProvider(HttpAdapter):
         base_url: str,
         api_key: str | None = None,
         name: str = "openai",
-        timeout: float = 300.0,
-        max_retries: int = 3,
         key_hint: str | None = "OPENAI_API_KEY",
         extra_headers: Mapping[str, str] | None = None,
-        retry: RetryPolicy | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        **options: Unpack[HttpOptions],
     ) -> None:
         self.name = name
         self.model = model
         self.url = base_url.rstrip("/") + "/chat/completions"
-        headers = dict(extra_headers or {})
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        self._open_http(
-            headers=headers,
-            timeout=timeout,
-            retry=retry,
-            max_retries=max_retries,
-            key_hint=key_hint,
-            api_key=api_key,
-            sleep=sleep,
-        )
+        self._open_http(bearer_headers(api_key, extra_headers), api_key=api_key, key_hint=key_hint, **options)
 
         # see request_payload: (message, its JSON, the pairing state after it)
         self._encoded: list[tuple[Message, str, tuple[tuple[str, ...], int | None]]] = []
         self._encoded_tools: tuple[list[ToolSpec], str] = ([], "")
 
     # request ---------------------------------------------------------------------------------
-    def build_request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    def _request_body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], stream: bool
     ) -> dict[str, Any]:
-        """The exact request body for this history (public for tests and debugging)."""
-        check_pairing(messages, self.name)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [self._wire_message(m) for m in messages],
@@ -182,9 +164,7 @@ class OpenAIChatProvider(HttpAdapter):
         code = mapping(error).get("code")
         if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
             status = code
-        return error_for_status(
-            status, json.dumps({"error": error}).encode(), provider=self.name, url=self.url, key_hint=None
-        )
+        return self._error_document(status, error)
 
     def _parse(self, data: Any) -> Completion:
         if not isinstance(data, dict):
@@ -228,102 +208,39 @@ class OpenAIChatProvider(HttpAdapter):
             arguments = json.dumps(arguments)
         return ToolCall(id=text_field(call_id) or f"call_{position}", name=name, arguments=arguments)
 
-    def _consume(
-        self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: Callable[[str], None] | None
-    ) -> Completion:
-        text: list[str] = []
-        reasoning: dict[str, str] = {}
-        details: dict[int, dict[str, Any]] = {}
-        calls: dict[int, dict[str, Any]] = {}
-        finish: str | None = None
-        usage: Any = None
-        response_id: str | None = None
-        model = ""
+    def _consume(self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: OnText) -> Completion:
+        stream = ChatStream(progress, on_text)
         done = False
         for event in events:
             if event.data.strip() == "[DONE]":
                 done = True
                 break
-            try:
-                chunk = json.loads(event.data)
-            except ValueError:
-                raise ProviderProtocolError(f"{self.name}: malformed JSON in the response stream") from None
-            if not isinstance(chunk, dict):
-                raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
+            chunk = self._event_json(event)
             if chunk.get("error"):
                 raise self._embedded_error(chunk["error"])
-            response_id = response_id or text_field(chunk.get("id"))
-            model = text_field(chunk.get("model")) or model
-            if isinstance(chunk.get("usage"), Mapping):
-                usage = chunk["usage"]
-            for choice in sequence(chunk.get("choices")):
-                if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
-                    continue
-                delta = mapping(choice.get("delta"))
-                piece = delta.get("content")
-                if isinstance(piece, str) and piece:
-                    text.append(piece)
-                    if on_text is not None:
-                        progress.handed_out = True
-                        on_text(piece)
-                for key in ("reasoning", "reasoning_content"):
-                    if isinstance(delta.get(key), str):
-                        reasoning[key] = reasoning.get(key, "") + delta[key]
-                for position, detail in enumerate(sequence(delta.get("reasoning_details"))):
-                    if isinstance(detail, Mapping):
-                        slot = index_field(detail.get("index"), position)
-                        _merge_fragment(details.setdefault(slot, {}), detail)
-                for position, tc in enumerate(sequence(delta.get("tool_calls"))):
-                    if not isinstance(tc, Mapping):
-                        continue
-                    entry = calls.setdefault(
-                        index_field(tc.get("index"), position), {"id": None, "name": None, "args": []}
-                    )
-                    entry["id"] = text_field(tc.get("id")) or entry["id"]
-                    fn = mapping(tc.get("function"))
-                    entry["name"] = text_field(fn.get("name")) or entry["name"]
-                    arguments = fn.get("arguments")
-                    if isinstance(arguments, Mapping):
-                        entry["args"].append(json.dumps(arguments))
-                    elif isinstance(arguments, str):
-                        entry["args"].append(arguments)
-                finish = text_field(choice.get("finish_reason")) or finish
-        if not done and finish is None:
+            stream.add(chunk)
+        if not done and stream.finish is None:
             raise ProviderConnectionError(
                 f"{self.name}: the response stream ended before the reply was complete"
             )
         tool_calls = [
-            self._tool_call(entry["id"], entry["name"], "".join(entry["args"]), position)
-            for position, (_, entry) in enumerate(sorted(calls.items()))
+            self._tool_call(call_id, name, arguments, position)
+            for position, (call_id, name, arguments) in enumerate(stream.call_parts())
         ]
-        state: dict[str, Any] = {k: v for k, v in reasoning.items() if v}
-        if details:
-            state["reasoning_details"] = [details[k] for k in sorted(details)]
+        state = stream.reasoning_state()
         message = Message(
             role="assistant",
-            content="".join(text) if text else None,
+            content="".join(stream.text) if stream.text else None,
             tool_calls=distinct_call_ids(tool_calls),
             provider_state={STATE_KEY: {"provider": self.name, **state}} if state else None,
         )
         return Completion(
             message=message,
-            usage=chat_usage(usage),
-            finish_reason=finish or ("tool_calls" if tool_calls else "stop"),
-            model=model or self.model,
-            response_id=response_id,
+            usage=chat_usage(stream.usage),
+            finish_reason=stream.finish or ("tool_calls" if tool_calls else "stop"),
+            model=stream.model or self.model,
+            response_id=stream.response_id,
         )
-
-
-def _merge_fragment(target: dict[str, Any], fragment: Mapping[str, Any]) -> None:
-    for key, value in fragment.items():
-        if (
-            isinstance(value, str)
-            and isinstance(target.get(key), str)
-            and key not in ("type", "id", "format")
-        ):
-            target[key] += value
-        else:
-            target[key] = value
 
 
 def _text(content: Any) -> str | None:

@@ -11,24 +11,20 @@ Streaming uses typed SSE events and ends at `response.completed | incomplete | f
 
 from __future__ import annotations
 
-import json
 import re
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Unpack
 
-from tinyagent.providers.adapter import HttpAdapter
-from tinyagent.providers.base import ProviderConnectionError, ProviderError, ProviderProtocolError
+from tinyagent.providers.adapter import HttpAdapter, HttpOptions, bearer_headers
+from tinyagent.providers.base import OnText, ProviderConnectionError, ProviderError, ProviderProtocolError
 from tinyagent.providers.fields import index_field, mapping, sequence, text_field, token_field
 from tinyagent.providers.history import (
     WireIds,
-    check_pairing,
     distinct_call_ids,
     system_text,
     wire_arguments,
 )
-from tinyagent.providers.http.errors import error_for_status
-from tinyagent.providers.http.retry import RetryPolicy, StreamProgress
+from tinyagent.providers.http.retry import StreamProgress
 from tinyagent.providers.sse import SSEEvent
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
@@ -66,13 +62,10 @@ class ResponsesProvider(HttpAdapter):
         base_url: str = "https://api.openai.com/v1",
         api_key: str | None = None,
         name: str = "codex",
-        timeout: float = 300.0,
-        max_retries: int = 3,
         encrypted_reasoning: bool | None = None,
         key_hint: str | None = "OPENAI_API_KEY or CODEX_API_KEY",
         extra_headers: Mapping[str, str] | None = None,
-        retry: RetryPolicy | None = None,
-        sleep: Callable[[float], None] = time.sleep,
+        **options: Unpack[HttpOptions],
     ) -> None:
         self.name = name
         self.model = model
@@ -80,25 +73,12 @@ class ResponsesProvider(HttpAdapter):
         self.encrypted_reasoning = (
             is_reasoning_model(model) if encrypted_reasoning is None else encrypted_reasoning
         )
-        headers = dict(extra_headers or {})
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        self._open_http(
-            headers=headers,
-            timeout=timeout,
-            retry=retry,
-            max_retries=max_retries,
-            key_hint=key_hint,
-            api_key=api_key,
-            sleep=sleep,
-        )
+        self._open_http(bearer_headers(api_key, extra_headers), api_key=api_key, key_hint=key_hint, **options)
 
     # request ---------------------------------------------------------------------------------
-    def build_request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool
+    def _request_body(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], stream: bool
     ) -> dict[str, Any]:
-        """The exact request body for this history (public for tests and debugging)."""
-        check_pairing(messages, self.name)
         ids = WireIds(messages, unique=True)
         items: list[dict[str, Any]] = []
         for index, message in enumerate(messages):
@@ -151,9 +131,7 @@ class ResponsesProvider(HttpAdapter):
             status = 500
         else:
             status = 400
-        return error_for_status(
-            status, json.dumps({"error": error}).encode(), provider=self.name, url=self.url
-        )
+        return self._error_document(status, error)
 
     def _parse(self, data: Any) -> Completion:
         if not isinstance(data, dict):
@@ -205,18 +183,11 @@ class ResponsesProvider(HttpAdapter):
             response_id=text_field(response.get("id")),
         )
 
-    def _consume(
-        self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: Callable[[str], None] | None
-    ) -> Completion:
+    def _consume(self, events: Iterator[SSEEvent], progress: StreamProgress, on_text: OnText) -> Completion:
         items: dict[int, dict[str, Any]] = {}
         final: dict[str, Any] | None = None
         for event in events:
-            try:
-                data = json.loads(event.data)
-            except ValueError:
-                raise ProviderProtocolError(f"{self.name}: malformed JSON in the response stream") from None
-            if not isinstance(data, dict):
-                raise ProviderProtocolError(f"{self.name}: unexpected value in the response stream")
+            data = self._event_json(event)
             kind = data.get("type") or event.event
             if kind == "response.output_text.delta":
                 piece = text_field(data.get("delta")) or ""

@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from tinyagent.errors import UsageError
 from tinyagent.providers import base
+from tinyagent.providers.base import OnText
 from tinyagent.types import Completion, Message, ToolCall, ToolSpec, Usage
 
 SCRIPT_ENV = "TINYAGENT_SCRIPT"
@@ -120,12 +121,7 @@ class ScriptedProvider:
         return cls.from_script(script, model=model)
 
     def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        stream: bool,
-        on_text: Callable[[str], None] | None = None,
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], *, stream: bool, on_text: OnText = None
     ) -> Completion:
         """Return the next scripted reply (after its optional sleep) or raise its scripted error."""
         step = len(self.requests) + 1
