@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 
 from graymatter import Memory
 from graymatter.engine.access import (
-    AccessDenied,
-    InvalidToken,
     Principal,
     ScopedMemory,
     SQLiteTokenStore,
@@ -21,7 +19,7 @@ from graymatter.engine.access import (
     parse_agents,
     split_token,
 )
-from graymatter.errors import NoCheckpoint
+from graymatter.errors import AccessDenied, InvalidToken, NoCheckpoint
 
 
 @pytest.fixture

@@ -6,9 +6,25 @@ The hierarchy keeps three failure families apart, because callers react differen
 * bad input (``InvalidInput``): the request was refused before any effect;
 * storage trouble (``StorageError`` and subclasses, ``CorruptRecord``): the store could not serve the
   request. ``NoCheckpoint`` is never raised for storage failures or undecodable records.
+
+The faces add their own members (``AccessDenied``, ``HttpSecurityError``, ``CliUsageError``,
+``ToolFailure``), so one ``except GraymatterError`` sees every refusal. Each face maps the family once, by a
+table keyed by class that :func:`for_error` reads along the error's MRO::
+
+    GraymatterError
+    ├── InvalidInput (ValueError) ── InvalidToken
+    ├── NotFound (LookupError) ── NoCheckpoint
+    ├── StorageError ── StoreUnavailable, SchemaTooNew, CorruptDatabase
+    ├── CorruptRecord, EmbeddingError, ProviderError
+    └── AccessDenied, HttpSecurityError, CliUsageError, ToolFailure
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 
 class GraymatterError(Exception):
@@ -84,16 +100,58 @@ class ProviderError(GraymatterError):
     code = "provider_error"
 
 
+class InvalidToken(InvalidInput):
+    """A token argument or scope definition is malformed."""
+
+
+class AccessDenied(GraymatterError):
+    """The authenticated principal may not perform this operation on this agent namespace (HTTP 403)."""
+
+    code = "forbidden"
+
+
+class HttpSecurityError(GraymatterError):
+    """The HTTP security settings are unusable (e.g. --no-auth on a public address)."""
+
+    code = "http_security"
+
+
+class CliUsageError(GraymatterError):
+    """A command-line usage error (exit 2)."""
+
+    code = "usage_error"
+
+
+class ToolFailure(GraymatterError):
+    """An MCP tool error whose message is sent to the caller word for word (text-only ``isError``)."""
+
+    code = "tool_failure"
+
+
+def for_error(table: Mapping[type[BaseException], _T], exc: BaseException, default: _T) -> _T:
+    """The entry of ``table`` for the nearest class of ``exc`` along its MRO, else ``default``."""
+    for cls in type(exc).__mro__:
+        if cls in table:
+            return table[cls]
+    return default
+
+
 __all__ = [
+    "AccessDenied",
+    "CliUsageError",
     "CorruptDatabase",
     "CorruptRecord",
     "EmbeddingError",
     "GraymatterError",
+    "HttpSecurityError",
     "InvalidInput",
+    "InvalidToken",
     "NoCheckpoint",
     "NotFound",
     "ProviderError",
     "SchemaTooNew",
     "StorageError",
     "StoreUnavailable",
+    "ToolFailure",
+    "for_error",
 ]

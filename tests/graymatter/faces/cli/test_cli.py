@@ -217,8 +217,8 @@ def test_extension_subcommands_are_registered(cli: Cli) -> None:
 
 def test_cli_import_stays_light() -> None:
     code = (
-        "import sys, graymatter.faces.cli.main\n"
-        "parser = graymatter.faces.cli.main.build_parser()\n"
+        "import sys, graymatter.faces.cli.main, graymatter.faces.cli.parser\n"
+        "parser = graymatter.faces.cli.parser.build_parser()\n"
         "names = ('numpy', 'httpx', 'mcp', 'uvicorn', 'starlette', 'psycopg')\n"
         "heavy = [m for m in names if m in sys.modules]\n"
         "print(heavy)\n"

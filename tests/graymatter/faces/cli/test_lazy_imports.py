@@ -19,7 +19,8 @@ def imported_after(code: str) -> dict[str, bool]:
 
 def test_building_the_cli_parser_with_mcp_serve_imports_no_sdk() -> None:
     loaded = imported_after(
-        "import graymatter.faces.cli.main as c; c.build_parser().parse_args(['mcp', 'serve'])"
+        "import graymatter.faces.cli.main, graymatter.faces.cli.parser as c; "
+        "c.build_parser().parse_args(['mcp', 'serve'])"
     )
     assert not any(loaded.values()), loaded
 

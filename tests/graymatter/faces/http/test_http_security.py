@@ -15,12 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graymatter.errors import InvalidInput
+from graymatter.errors import HttpSecurityError, InvalidInput
 from graymatter.faces.http.security import (
     MAX_BODY_BYTES,
     TOKEN_ENV,
     TOKEN_FILE_NAME,
-    HttpSecurityError,
     SecurityMiddleware,
     build_policy,
     is_loopback,

@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graymatter.errors import ToolFailure
 from graymatter.faces.mcp_server.server import TOOL_SPECS
-from graymatter.faces.mcp_server.tools import ON_MISSING_ERROR, ToolFailure, validate_arguments
+from graymatter.faces.mcp_server.tools import ON_MISSING_ERROR, validate_arguments
 
 SPECS = {spec.name: spec for spec in TOOL_SPECS}
 

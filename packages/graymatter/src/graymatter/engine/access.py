@@ -38,9 +38,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graymatter.errors import GraymatterError
-from graymatter.constants import SHARED_AGENT_ID
-from graymatter.models import Provenance
+from graymatter.errors import AccessDenied, InvalidToken
+from graymatter.models import SHARED_AGENT_ID, Provenance
 
 ALL_AGENTS = "*"
 TOKEN_PREFIX = "gm_"
@@ -49,16 +48,6 @@ _HASH_DOMAIN = "graymatter-token-v1"
 _TOKEN_RE = re.compile(r"^gm_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 
 AccessMode = Literal["read", "read-write"]
-
-
-class AccessDenied(GraymatterError):
-    """The authenticated principal may not perform this operation on this agent namespace (HTTP 403)."""
-
-    code = "forbidden"
-
-
-class InvalidToken(ValueError):
-    """A token argument or scope definition is malformed."""
 
 
 class TokenRecord(BaseModel):

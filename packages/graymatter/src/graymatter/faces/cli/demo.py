@@ -8,7 +8,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graymatter.engine.memory import Memory
+    from graymatter.models import ExportBundle
 
 AGENT = "support-bot"
 HISTORY = [  # (days ago, fact): what the agent learnt over the past weeks, loaded as an import
@@ -42,7 +46,7 @@ def _section(title: str) -> None:
     _write(f"\n== {title} ==\n")
 
 
-def _explain(memory: Any, query: str, **options: Any) -> None:
+def _explain(memory: Memory, query: str, **options: Any) -> None:
     _write(f'\nrecall "{query}"\n')
     for i, hit in enumerate(memory.recall_explain(AGENT, query, 3, **options), 1):
         r = hit.ranks
@@ -69,7 +73,7 @@ def _explain(memory: Any, query: str, **options: Any) -> None:
         )
 
 
-def _history() -> Any:
+def _history() -> ExportBundle:
     """An export bundle holding ``HISTORY`` with its real ages (ids and timestamps from those days)."""
     from datetime import timedelta
 
@@ -106,43 +110,9 @@ def run_demo(keep: str | None = None, json_output: bool = False) -> int:
     summary: dict[str, Any] = {"store": str(root)}
     try:
         with Memory(root, embedder=None, config=MemoryConfig(embedding="keyword")) as memory:
-            _section(f"history: {len(HISTORY)} facts of the past six weeks imported (store: {root})")
-            memory.import_bundle(_history())
-            _section(f"remember: {len(SEED)} new facts for {AGENT!r}, {len(SHARED_SEED)} shared")
-            for text in SEED:
-                memory.remember(AGENT, text, provenance={"interface": "cli", "client": "demo"})
-            for text in SHARED_SEED:
-                memory.remember_shared(text, confidence="verified")
-            _write(f"stored {memory.stats(AGENT).fact_count} agent facts; agents: {memory.agents()}\n")
-
-            _section("recall with explanations (RRF k=60: keyword 1.0, vector 1.0, recency 0.5)")
-            _explain(memory, "which database does production use?")
-            _explain(memory, "how should we tell Acme about an incident?", scope="all")
-
-            _section("alias: teach vocabulary, then recall with the other word")
-            memory.alias(AGENT, "db", ["database"])
-            _explain(memory, "db region")
-
-            _section("revise: supersede a fact (replacement first, then tombstone)")
-            old = "Deploys happen every Tuesday and Thursday after 14:00 UTC"
-            revision = memory.revise(
-                AGENT, old, "Deploys happen every Wednesday after 15:00 UTC (changed in Q3)"
-            )
-            _write(f"new fact {revision.fact.id} supersedes {revision.superseded_ids}\n")
-            _explain(memory, "when do deploys happen?")
-            retired = [f for f in memory.list(AGENT) if not f.live]
-            _write(f"tombstones kept for history: {len(retired)} (never returned by recall)\n")
-
-            _section("checkpoint round trip")
-            state = {"ticket": "ACME-1042", "step": 3, "notes": ["asked for logs", "waiting on customer"]}
-            saved = memory.checkpoint_save(
-                AGENT, state, messages=[{"role": "user", "content": "status?"}], metadata={"source": "demo"}
-            )
-            loaded = memory.checkpoint_latest(AGENT)
-            same = loaded.state == state and loaded.id == saved.id
-            _write(f"saved {saved.id}; resumed latest {loaded.id}: state identical = {same}\n")
-            _write(json.dumps(loaded.state, indent=2) + "\n")
-            summary.update(facts=memory.stats(AGENT).fact_count, checkpoint=saved.id, roundtrip=same)
+            _seed(memory, root)
+            _recall_tour(memory)
+            summary.update(_checkpoint_tour(memory))
         elapsed = time.perf_counter() - started
         _section(f"done in {elapsed:.2f} s")
         if keep:
@@ -154,3 +124,48 @@ def run_demo(keep: str | None = None, json_output: bool = False) -> int:
     finally:
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _seed(memory: Memory, root: Path) -> None:
+    """Import the history, then remember the live facts."""
+    _section(f"history: {len(HISTORY)} facts of the past six weeks imported (store: {root})")
+    memory.import_bundle(_history())
+    _section(f"remember: {len(SEED)} new facts for {AGENT!r}, {len(SHARED_SEED)} shared")
+    for text in SEED:
+        memory.remember(AGENT, text, provenance={"interface": "cli", "client": "demo"})
+    for text in SHARED_SEED:
+        memory.remember_shared(text, confidence="verified")
+    _write(f"stored {memory.stats(AGENT).fact_count} agent facts; agents: {memory.agents()}\n")
+
+
+def _recall_tour(memory: Memory) -> None:
+    """Recall with explanations, teach an alias, revise a fact and recall again."""
+    _section("recall with explanations (RRF k=60: keyword 1.0, vector 1.0, recency 0.5)")
+    _explain(memory, "which database does production use?")
+    _explain(memory, "how should we tell Acme about an incident?", scope="all")
+
+    _section("alias: teach vocabulary, then recall with the other word")
+    memory.alias(AGENT, "db", ["database"])
+    _explain(memory, "db region")
+
+    _section("revise: supersede a fact (replacement first, then tombstone)")
+    old = "Deploys happen every Tuesday and Thursday after 14:00 UTC"
+    revision = memory.revise(AGENT, old, "Deploys happen every Wednesday after 15:00 UTC (changed in Q3)")
+    _write(f"new fact {revision.fact.id} supersedes {revision.superseded_ids}\n")
+    _explain(memory, "when do deploys happen?")
+    retired = [f for f in memory.list(AGENT) if not f.live]
+    _write(f"tombstones kept for history: {len(retired)} (never returned by recall)\n")
+
+
+def _checkpoint_tour(memory: Memory) -> dict[str, Any]:
+    """Save a checkpoint and resume it; returns the summary fields."""
+    _section("checkpoint round trip")
+    state = {"ticket": "ACME-1042", "step": 3, "notes": ["asked for logs", "waiting on customer"]}
+    saved = memory.checkpoint_save(
+        AGENT, state, messages=[{"role": "user", "content": "status?"}], metadata={"source": "demo"}
+    )
+    loaded = memory.checkpoint_latest(AGENT)
+    same = loaded.state == state and loaded.id == saved.id
+    _write(f"saved {saved.id}; resumed latest {loaded.id}: state identical = {same}\n")
+    _write(json.dumps(loaded.state, indent=2) + "\n")
+    return {"facts": memory.stats(AGENT).fact_count, "checkpoint": saved.id, "roundtrip": same}

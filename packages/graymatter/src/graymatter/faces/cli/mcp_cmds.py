@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
 
 def _data_dir(args: argparse.Namespace) -> Path:
     """The data directory (``--dir``, ``$GRAYMATTER_DIR``, ``./.graymatter``): home of the token file."""
-    from graymatter.faces.cli.main import resolve_data_dir
+    from graymatter.faces.cli.options import resolve_data_dir
 
     return Path(resolve_data_dir(args))
 
@@ -68,7 +68,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     if args.http is None and (args.token is not None or args.no_auth):
         raise InvalidInput("--token and --no-auth only apply to --http")
-    from graymatter.faces.cli.main import open_memory
+    from graymatter.faces.cli.options import open_memory
 
     memory = open_memory(args)
     try:

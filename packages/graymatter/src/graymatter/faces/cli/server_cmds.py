@@ -115,7 +115,7 @@ def register(subparsers: Any) -> None:
 
 def _open_tokens(args: argparse.Namespace) -> tuple[Any, Any]:
     from graymatter.engine.access import TokenService, open_token_store
-    from graymatter.faces.cli.main import resolve_store_location
+    from graymatter.faces.cli.options import resolve_store_location
     from graymatter.store import open_store
 
     store = open_store(resolve_store_location(args))
@@ -123,8 +123,8 @@ def _open_tokens(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def run_token_create(args: argparse.Namespace) -> int:
-    from graymatter.engine.access import InvalidToken, parse_agents
-    from graymatter.errors import InvalidInput
+    from graymatter.engine.access import parse_agents
+    from graymatter.errors import InvalidInput, InvalidToken
 
     try:
         agents = parse_agents(args.agents)
@@ -168,8 +168,7 @@ def run_token_list(args: argparse.Namespace) -> int:
 
 
 def run_token_revoke(args: argparse.Namespace) -> int:
-    from graymatter.engine.access import InvalidToken
-    from graymatter.errors import InvalidInput, NotFound
+    from graymatter.errors import InvalidInput, InvalidToken, NotFound
 
     store, service = _open_tokens(args)
     try:
@@ -217,7 +216,7 @@ def run_migrate(args: argparse.Namespace) -> int:
 
 def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     from graymatter.errors import InvalidInput
-    from graymatter.faces.cli.main import resolve_data_dir, resolve_store_location
+    from graymatter.faces.cli.options import resolve_data_dir, resolve_store_location
     from graymatter.faces.http.security import parse_bind, resolve_token
 
     host, port = parse_bind(args.http)

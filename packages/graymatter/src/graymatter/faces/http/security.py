@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graymatter.errors import GraymatterError, InvalidInput
+from graymatter.errors import HttpSecurityError, InvalidInput
 
 TOKEN_FILE_NAME = "graymatter.http-token"
 TOKEN_ENV = "GRAYMATTER_HTTP_TOKEN"
@@ -39,12 +39,6 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 Authenticator = Callable[[str], "str | Awaitable[str | None] | None"]
 """Maps a presented bearer token to an identity (e.g. a token id), or None when it is not valid."""
-
-
-class HttpSecurityError(GraymatterError):
-    """The HTTP security settings are unusable (e.g. --no-auth on a public address)."""
-
-    code = "http_security"
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -380,7 +374,6 @@ __all__ = [
     "TOKEN_ENV",
     "TOKEN_FILE_NAME",
     "Authenticator",
-    "HttpSecurityError",
     "HttpSecurityPolicy",
     "SecurityMiddleware",
     "build_policy",

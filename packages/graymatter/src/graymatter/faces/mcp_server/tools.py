@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from graymatter.errors import GraymatterError, InvalidInput, NoCheckpoint, NotFound
+from graymatter.errors import GraymatterError, InvalidInput, NoCheckpoint, NotFound, ToolFailure
 from graymatter.faces.mcp_server.schemas import (
     ArgumentsModel,
     CheckpointResumeArguments,
@@ -42,7 +42,6 @@ from graymatter.faces.mcp_server.schemas import (
     RetrievalResult,
 )
 from graymatter.models import Provenance
-from graymatter.validation import error_location
 
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
@@ -51,10 +50,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ON_MISSING_ERROR = 'on_missing must be "error" or "empty"'
-
-
-class ToolFailure(Exception):
-    """A tool error whose message is sent to the caller word for word (text-only ``isError``)."""
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -396,7 +391,7 @@ def _reflect_identity(arguments: dict[str, Any]) -> None:
 def _validation_message(tool: str, exc: ValidationError) -> str:
     parts = []
     for error in exc.errors(include_url=False, include_input=False):
-        where = error_location(error)
+        where = ".".join(str(p) for p in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     return f"invalid arguments for {tool}: " + "; ".join(parts)
