@@ -86,7 +86,8 @@ def filesystem_of(path: Path) -> str:
 
 def run(quick: bool) -> dict[str, Any]:
     """Measure serialise / atomic save / naive write / load at each size; print and return the table."""
-    from tinyagent.trajectory.files import dump_trajectory, load_trajectory, save_trajectory
+    from tinyagent.trajectory.encoding import dump_trajectory
+    from tinyagent.trajectory.files import load_trajectory, save_trajectory
 
     workdir = cache_dir() / "trajectory_save"
     workdir.mkdir(parents=True, exist_ok=True)

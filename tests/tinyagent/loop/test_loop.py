@@ -17,7 +17,8 @@ from tinyagent.prompts import FORMAT_ERROR_NUDGE, build_system_prompt
 from tinyagent.providers.scripted import ScriptedProvider
 from tinyagent.runner import new_trajectory
 from tinyagent.tools.toolbox import Toolbox
-from tinyagent.trajectory.files import SaveError, load_trajectory, save_trajectory
+from tinyagent.trajectory.atomic import SaveError
+from tinyagent.trajectory.files import load_trajectory, save_trajectory
 from tinyagent.trajectory.models import ExitStatus, Trajectory
 
 NEVER_SUBMITS = reply(call("bash", command="true"), usage={"input_tokens": 10, "output_tokens": 2})

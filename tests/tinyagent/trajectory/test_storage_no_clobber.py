@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent.trajectory.files import SaveError, TrajectoryFile, write_private_atomic
+from tinyagent.trajectory.atomic import SaveError, write_private_atomic
+from tinyagent.trajectory.files import TrajectoryFile
 
 
 def _leftovers(directory: Path) -> list[str]:

@@ -16,15 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tinyagent.tools.toolbox import TOOL_SPECS
-from tinyagent.trajectory.files import (
-    FAULT_ENV,
-    LoadError,
-    SaveError,
-    dump_trajectory,
-    load_trajectory,
-    save_trajectory,
-    write_private_atomic,
-)
+from tinyagent.trajectory.atomic import SaveError, write_private_atomic
+from tinyagent.trajectory.encoding import dump_trajectory
+from tinyagent.trajectory.files import FAULT_ENV, LoadError, load_trajectory, save_trajectory
 from tinyagent.trajectory.models import ExitStatus, Timing, Trajectory
 from tinyagent.types import Message, ToolCall
 
@@ -120,7 +114,8 @@ def test_failed_write_keeps_previous_file_and_cleans_up(tmp_path: Path) -> None:
 FAULT_SCRIPT = """
 import sys
 from pathlib import Path
-from tinyagent.trajectory.files import SaveError, save_trajectory
+from tinyagent.trajectory.atomic import SaveError
+from tinyagent.trajectory.files import save_trajectory
 from tinyagent.trajectory.models import Trajectory
 traj = Trajectory.model_validate_json(Path(sys.argv[2]).read_text())
 results = []
@@ -264,7 +259,7 @@ _odd_text = st.text(alphabet=st.sampled_from(["a", '"', "\\", "\n", "\t", "é", 
     task=_odd_text,
 )
 def test_incremental_encoder_is_byte_identical_to_a_full_dump(contents, state, task) -> None:
-    from tinyagent.trajectory.files import TrajectoryEncoder
+    from tinyagent.trajectory.encoding import TrajectoryEncoder
 
     encoder = TrajectoryEncoder()
     traj = sample(0)

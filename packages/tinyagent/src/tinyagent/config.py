@@ -25,6 +25,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tinyagent.defaults import (
+    DEFAULT_COST_LIMIT,
+    DEFAULT_OUTPUT_CAP,
+    DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_STEP_LIMIT,
+    DEFAULT_TIME_LIMIT,
+    DEFAULT_TOOL_TIMEOUT,
+    MAX_CONFIG_BYTES,
+)
 from tinyagent.errors import UsageError
 
 PROVIDERS: tuple[str, ...] = ("openai", "openrouter", "ollama", "anthropic", "codex", "scripted")
@@ -38,7 +47,6 @@ DEFAULT_MODELS: dict[str, str] = {
     "scripted": "scripted",
 }
 PROJECT_CONFIG_NAME = ".tinyagent.yaml"
-MAX_CONFIG_BYTES = 256 * 1024
 
 ENV_PREFIX = "TINYAGENT_"
 
@@ -91,12 +99,12 @@ class Settings:
     model: str
     cwd: str  # canonical (realpath) working directory
     stream: bool = True
-    step_limit: int = 100
-    cost_limit: float = 0.0
-    time_limit: float = 0.0
-    tool_timeout: float = 60.0
-    output_cap: int = 20_000
-    request_timeout: float = 600.0
+    step_limit: int = DEFAULT_STEP_LIMIT
+    cost_limit: float = DEFAULT_COST_LIMIT
+    time_limit: float = DEFAULT_TIME_LIMIT
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT
+    output_cap: int = DEFAULT_OUTPUT_CAP
+    request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     agents_md: Literal["auto", "off"] = "auto"
     instructions: str | None = None
     quiet: bool = False
@@ -109,12 +117,12 @@ class Settings:
 
 DEFAULTS: dict[str, Any] = {
     "stream": True,
-    "step_limit": 100,
-    "cost_limit": 0.0,
-    "time_limit": 0.0,
-    "tool_timeout": 60.0,
-    "output_cap": 20_000,
-    "request_timeout": 600.0,
+    "step_limit": DEFAULT_STEP_LIMIT,
+    "cost_limit": DEFAULT_COST_LIMIT,
+    "time_limit": DEFAULT_TIME_LIMIT,
+    "tool_timeout": DEFAULT_TOOL_TIMEOUT,
+    "output_cap": DEFAULT_OUTPUT_CAP,
+    "request_timeout": DEFAULT_REQUEST_TIMEOUT,
     "agents_md": "auto",
     "instructions": None,
 }
@@ -205,6 +213,34 @@ def _check_flag_number(name: str, value: float | None, *, positive: bool = False
         raise ConfigError(f"--{name.replace('_', '-')} must be a finite number {bound}")
 
 
+@dataclass
+class _Sources:
+    """The places a setting can come from, highest precedence first, and where each one came from."""
+
+    args: Any
+    env: Mapping[str, str]
+    layers: list[tuple[str, ConfigFile]]  # config files, lowest precedence first
+    chosen: dict[str, str] = field(default_factory=dict)
+
+    def pick(self, key: str, kind: type, default: Any) -> Any:
+        """The value of `key`: flag > environment > project config > user config > `default`."""
+        flag = getattr(self.args, key, None)
+        if flag is not None:
+            self.chosen[key] = "flag"
+            return flag
+        from_env = _env_value(self.env, key, kind)
+        if from_env is not None:
+            self.chosen[key] = "environment"
+            return from_env
+        for label, layer in reversed(self.layers):  # project config beats user config
+            value = getattr(layer, key)
+            if value is not None:
+                self.chosen[key] = label
+                return value
+        self.chosen[key] = "default"
+        return default
+
+
 def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Settings:
     """Resolve the settings of a run from parsed CLI `args`, the environment and config files.
 
@@ -213,88 +249,30 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
     """
     env = os.environ if environ is None else environ
     cwd = canonical_cwd(getattr(args, "cwd", None))
-
-    layers: list[tuple[str, ConfigFile]] = []
-    explicit = getattr(args, "config", None)
-    if explicit:
-        path = Path(explicit).expanduser()
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {explicit}")
-        layers.append((f"config file {path}", load_config_file(path, project=False)))
-    else:
-        user = user_config_path(env)
-        if user.is_file():
-            layers.append((f"user config {user}", load_config_file(user, project=False)))
-            _warn_if_key_exposed(user, layers[-1][1])
-        project = Path(cwd) / PROJECT_CONFIG_NAME
-        if project.is_file():
-            layers.append((f"project config {project}", load_config_file(project, project=True)))
-
-    for name in ("step_limit", "cost_limit", "time_limit"):
-        _check_flag_number(name, getattr(args, name, None))
-    _check_flag_number("tool_timeout", getattr(args, "tool_timeout", None), positive=True)
-
-    sources: dict[str, str] = {}
-
-    def pick(key: str, kind: type, default: Any) -> Any:
-        flag = getattr(args, key, None)
-        if flag is not None:
-            sources[key] = "flag"
-            return flag
-        from_env = _env_value(env, key, kind)
-        if from_env is not None:
-            sources[key] = "environment"
-            return from_env
-        for label, layer in reversed(layers):  # project config beats user config
-            value = getattr(layer, key)
-            if value is not None:
-                sources[key] = label
-                return value
-        sources[key] = "default"
-        return default
-
-    provider = pick("provider", str, DEFAULT_PROVIDER)
-    if provider not in PROVIDERS:
-        raise ConfigError(f"unknown provider {provider!r}; use one of: {', '.join(PROVIDERS)}")
-    model = _pick_model(args, env, layers, provider, sources)
-    agents_md = pick("agents_md", str, DEFAULTS["agents_md"])
-    if agents_md not in ("auto", "off"):
-        raise ConfigError(f"invalid AGENTS.md mode {agents_md!r}; use auto or off")
-
-    base_url = api_key = None
-    for _label, layer in layers:  # later layers win
-        entry = layer.providers.get(provider)
-        if entry is not None:
-            base_url = entry.base_url or base_url
-            api_key = entry.api_key or api_key
-
-    instructions = None
-    for _label, layer in layers:
-        if layer.instructions is not None:
-            instructions = layer.instructions
-
-    output_cap = DEFAULTS["output_cap"]
-    request_timeout = DEFAULTS["request_timeout"]
-    for _label, layer in layers:
-        output_cap = layer.output_cap if layer.output_cap is not None else output_cap
-        request_timeout = layer.request_timeout if layer.request_timeout is not None else request_timeout
-
-    tool_timeout = float(pick("tool_timeout", float, DEFAULTS["tool_timeout"]))
+    layers = _config_layers(getattr(args, "config", None), env, cwd)
+    _check_flag_numbers(args)
+    sources = _Sources(args, env, layers)
+    provider = _pick_provider(sources)
+    model = _pick_model(sources, provider)
+    agents_md = _pick_agents_md(sources)
+    base_url, api_key = _provider_endpoint(layers, provider)
+    instructions = _last_set(layers, "instructions", DEFAULTS["instructions"])
+    output_cap = _last_set(layers, "output_cap", DEFAULTS["output_cap"])
+    request_timeout = _last_set(layers, "request_timeout", DEFAULTS["request_timeout"])
+    tool_timeout = float(sources.pick("tool_timeout", float, DEFAULTS["tool_timeout"]))
     if tool_timeout <= 0:
         raise ConfigError("the tool timeout must be greater than 0 seconds")
-
     for label, value in (("model", model), ("instructions", instructions), ("base_url", base_url)):
         if value is not None and not _is_utf8(value):
             raise ConfigError(f"the configured {label} is not valid UTF-8 text")
-
     return Settings(
         provider=provider,
         model=model,
         cwd=cwd,
-        stream=bool(pick("stream", bool, DEFAULTS["stream"])),
-        step_limit=int(pick("step_limit", int, DEFAULTS["step_limit"])),
-        cost_limit=float(pick("cost_limit", float, DEFAULTS["cost_limit"])),
-        time_limit=float(pick("time_limit", float, DEFAULTS["time_limit"])),
+        stream=bool(sources.pick("stream", bool, DEFAULTS["stream"])),
+        step_limit=int(sources.pick("step_limit", int, DEFAULTS["step_limit"])),
+        cost_limit=float(sources.pick("cost_limit", float, DEFAULTS["cost_limit"])),
+        time_limit=float(sources.pick("time_limit", float, DEFAULTS["time_limit"])),
         tool_timeout=tool_timeout,
         output_cap=int(output_cap),
         request_timeout=float(request_timeout),
@@ -305,8 +283,69 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         base_url=base_url,
         api_key=api_key,
         config_files=tuple(label for label, _ in layers),
-        sources=sources,
+        sources=sources.chosen,
     )
+
+
+def _config_layers(explicit: str | None, env: Mapping[str, str], cwd: str) -> list[tuple[str, ConfigFile]]:
+    """The config files that apply, lowest precedence first: `--config FILE`, else user then project."""
+    layers: list[tuple[str, ConfigFile]] = []
+    if explicit:
+        path = Path(explicit).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {explicit}")
+        layers.append((f"config file {path}", load_config_file(path, project=False)))
+        return layers
+    user = user_config_path(env)
+    if user.is_file():
+        layers.append((f"user config {user}", load_config_file(user, project=False)))
+        _warn_if_key_exposed(user, layers[-1][1])
+    project = Path(cwd) / PROJECT_CONFIG_NAME
+    if project.is_file():
+        layers.append((f"project config {project}", load_config_file(project, project=True)))
+    return layers
+
+
+def _check_flag_numbers(args: Any) -> None:
+    for name in ("step_limit", "cost_limit", "time_limit"):
+        _check_flag_number(name, getattr(args, name, None))
+    _check_flag_number("tool_timeout", getattr(args, "tool_timeout", None), positive=True)
+
+
+def _pick_provider(sources: _Sources) -> str:
+    provider = str(sources.pick("provider", str, DEFAULT_PROVIDER))
+    if provider not in PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r}; use one of: {', '.join(PROVIDERS)}")
+    return provider
+
+
+def _pick_agents_md(sources: _Sources) -> Literal["auto", "off"]:
+    agents_md = sources.pick("agents_md", str, DEFAULTS["agents_md"])
+    if agents_md == "auto":
+        return "auto"
+    if agents_md == "off":
+        return "off"
+    raise ConfigError(f"invalid AGENTS.md mode {agents_md!r}; use auto or off")
+
+
+def _provider_endpoint(layers: list[tuple[str, ConfigFile]], provider: str) -> tuple[str | None, str | None]:
+    """(base_url, api_key) of `provider` from the config files (later files win)."""
+    base_url = api_key = None
+    for _label, layer in layers:
+        entry = layer.providers.get(provider)
+        if entry is not None:
+            base_url = entry.base_url or base_url
+            api_key = entry.api_key or api_key
+    return base_url, api_key
+
+
+def _last_set(layers: list[tuple[str, ConfigFile]], key: str, default: Any) -> Any:
+    """A file-only setting: the value of the last config file that sets `key`, else `default`."""
+    value = default
+    for _label, layer in layers:
+        if getattr(layer, key) is not None:
+            value = getattr(layer, key)
+    return value
 
 
 def _is_utf8(text: str) -> bool:
@@ -317,13 +356,7 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _pick_model(
-    args: Any,
-    env: Mapping[str, str],
-    layers: list[tuple[str, ConfigFile]],
-    provider: str,
-    sources: dict[str, str],
-) -> str:
+def _pick_model(sources: _Sources, provider: str) -> str:
     """Model: flag > environment > config (see below) > the provider's default model.
 
     A top-level config `model` belongs to the configured provider: it is used only when the chosen
@@ -331,13 +364,14 @@ def _pick_model(
     Otherwise, and when no top-level model applies, `providers.<name>.model` of the chosen provider
     is used, so `--provider X` never inherits a model name meant for another provider.
     """
-    flag = getattr(args, "model", None)
+    chosen, layers = sources.chosen, sources.layers
+    flag = getattr(sources.args, "model", None)
     if flag:
-        sources["model"] = "flag"
+        chosen["model"] = "flag"
         return str(flag)
-    from_env = _env_value(env, "model", str)
+    from_env = _env_value(sources.env, "model", str)
     if from_env:
-        sources["model"] = "environment"
+        chosen["model"] = "environment"
         return str(from_env)
     configured_provider = next(
         (layer.provider for _label, layer in reversed(layers) if layer.provider is not None), DEFAULT_PROVIDER
@@ -345,14 +379,14 @@ def _pick_model(
     if configured_provider == provider:
         for label, layer in reversed(layers):
             if layer.model is not None:
-                sources["model"] = label
+                chosen["model"] = label
                 return layer.model
     for label, layer in reversed(layers):
         entry = layer.providers.get(provider)
         if entry is not None and entry.model is not None:
-            sources["model"] = f"{label} (providers.{provider}.model)"
+            chosen["model"] = f"{label} (providers.{provider}.model)"
             return entry.model
-    sources["model"] = "default for provider"
+    chosen["model"] = "default for provider"
     return DEFAULT_MODELS[provider]
 
 

@@ -1,9 +1,8 @@
-"""Atomic, private persistence of trajectory files.
+"""Saving and loading trajectory files: the per-run `TrajectoryFile`, `save_trajectory`, `load_trajectory`.
 
-`save_trajectory` writes a unique temporary file in the destination directory (created with
-O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600), fsyncs it, renames it over the destination and fsyncs the
-directory, so a reader sees either the previous complete file or the new complete file, never a torn one.
-It refuses to write through a symlink at the destination. `load_trajectory` reads at most
+Saving encodes with `tinyagent.trajectory.encoding` and writes with `write_private_atomic`
+(`tinyagent.trajectory.atomic`): a reader sees either the previous complete file or the new complete
+file, never a torn one, and nothing is written through a symlink. `load_trajectory` reads at most
 `MAX_TRAJECTORY_BYTES` (64 MiB) and validates the document against `tinyagent.trajectory.models.Trajectory`.
 
 Fault injection for tests: when the environment variable `TINYAGENT_TEST_FAIL_SAVE` is set to N,
@@ -12,27 +11,22 @@ the N-th save of this process (1-based) and every later one fail with `SaveError
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from tinyagent.defaults import MAX_TRAJECTORY_BYTES
 from tinyagent.errors import TinyAgentError
+from tinyagent.trajectory.atomic import SaveError, write_private_atomic
+from tinyagent.trajectory.encoding import TrajectoryEncoder, dump_trajectory
 
 if TYPE_CHECKING:
     from tinyagent.trajectory.models import Trajectory
 
-MAX_TRAJECTORY_BYTES = 64 * 1024 * 1024
 FAULT_ENV = "TINYAGENT_TEST_FAIL_SAVE"
 
 _save_count = 0
-
-
-class SaveError(TinyAgentError, OSError):
-    """The trajectory could not be written; the previous file (if any) is unchanged."""
 
 
 class LoadError(TinyAgentError, ValueError):
@@ -58,152 +52,6 @@ def _injected_failure() -> bool:
     except ValueError:
         return False
     return threshold > 0 and _save_count >= threshold
-
-
-def write_private_atomic(path: Path, data: bytes, *, no_clobber: bool = False) -> None:
-    """Atomically replace `path` with `data` (mode 0600); never follows a symlink at `path`.
-
-    Missing parent directories are created with mode 0700. Raises SaveError on any failure,
-    leaving the previous file (if any) intact and no temporary file behind. With `no_clobber`
-    the file is published with link(2), which fails if `path` exists (even if it appeared after
-    any earlier check), so an existing file is never replaced.
-    """
-    path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            st = None
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)  # only when it may be missing
-        if st is not None and stat.S_ISLNK(st.st_mode):
-            raise SaveError(f"refusing to write through a symlink: {path}")
-        if st is not None and no_clobber:
-            raise SaveError(f"refusing to overwrite an existing file: {path}")
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise SaveError(f"destination exists and is not a regular file: {path}")
-    except SaveError:
-        raise
-    except OSError as exc:
-        raise SaveError(f"cannot prepare {path}: {exc.strerror or exc}") from exc
-
-    tmp = directory / f".{path.name}.{secrets.token_hex(8)}.tmp"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(tmp, flags, 0o600)
-    except OSError as exc:
-        raise SaveError(f"cannot create a temporary file in {directory}: {exc.strerror or exc}") from exc
-    try:
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if no_clobber:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                raise SaveError(f"refusing to overwrite an existing file: {path}") from None
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-        else:
-            os.replace(tmp, path)
-    except SaveError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise SaveError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: Path) -> None:
-    try:
-        dfd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        with contextlib.suppress(OSError):
-            os.fsync(dfd)
-    finally:
-        os.close(dfd)
-
-
-def dump_trajectory(trajectory: Trajectory) -> bytes:
-    """Serialise a trajectory to its canonical on-disk bytes (indented JSON, UTF-8, trailing newline)."""
-    return trajectory.model_dump_json(indent=1).encode("utf-8") + b"\n"
-
-
-class TrajectoryEncoder:
-    """`dump_trajectory` for a trajectory saved again and again: byte-identical output, but the JSON of
-    every message already encoded (the same object at the same position) is reused.
-
-    A run's history only grows and a message is never mutated once appended, so each checkpoint
-    encodes the new messages and the small rest of the document only. Not thread-safe: one
-    encoder per run, used by one save at a time.
-    """
-
-    def __init__(self) -> None:
-        self._messages: list[tuple[object, str]] = []
-        self._head: tuple[tuple[object, ...], str] | None = None  # fields before `messages`
-        self._tools: tuple[list[object], str] | None = None
-
-    def encode(self, trajectory: Trajectory) -> bytes:
-        fields = list(type(trajectory).model_fields)
-        at = fields.index("messages") if "messages" in fields else -1
-        if not trajectory.messages or at < 1 or fields[at + 1 : at + 2] != ["tools"] or len(fields) < at + 3:
-            return dump_trajectory(trajectory)  # an unexpected layout: the plain encoding
-        head_fields, tail_fields = fields[:at], fields[at + 2 :]
-        head_values = tuple(getattr(trajectory, name) for name in head_fields)
-        if self._head is None or not _same_values(self._head[0], head_values):
-            self._head = (head_values, _inner(trajectory, head_fields))
-        tools: list[object] = list(trajectory.tools)
-        if self._tools is None or not _same_values(self._tools[0], tools, identity=True):
-            self._tools = (tools, _inner(trajectory, ["tools"]))
-        parts = [
-            self._head[1],
-            self._messages_json(trajectory.messages),
-            self._tools[1],
-            _inner(trajectory, tail_fields),  # the small, changing fields: encoded every time
-        ]
-        return ("{\n" + ",\n".join(parts) + "\n}\n").encode("utf-8")
-
-    def _messages_json(self, messages: list[Any]) -> str:
-        cache = self._messages
-        keep = 0
-        limit = min(len(cache), len(messages))
-        while keep < limit and cache[keep][0] is messages[keep]:
-            keep += 1
-        del cache[keep:]
-        for message in messages[keep:]:
-            text = message.model_dump_json(indent=1)
-            cache.append((message, "  " + text.replace("\n", "\n  ")))  # nested two levels deep
-        return ' "messages": [\n' + ",\n".join(text for _, text in cache) + "\n ]"
-
-
-def _inner(trajectory: Trajectory, names: list[str]) -> str:
-    """The lines of `names` as they appear inside the indented document (no braces).
-
-    Raw newlines occur in the JSON only as indentation, never inside strings, so cutting the
-    object's first and last line is exact.
-    """
-    text = trajectory.model_dump_json(indent=1, include=set(names))
-    return text[2:-2]
-
-
-def _same_values(old: Sequence[object], new: Sequence[object], *, identity: bool = False) -> bool:
-    if len(old) != len(new):
-        return False
-    if identity:
-        return all(a is b for a, b in zip(old, new, strict=True))
-    return all(a is b or (type(a) is type(b) and a == b) for a, b in zip(old, new, strict=True))
 
 
 class TrajectoryFile:
