@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from graymatter import Memory
 from graymatter.engine.access import (
     Principal,
-    ScopedMemory,
     SQLiteTokenStore,
     TokenService,
     bind_principal,
     parse_agents,
     split_token,
 )
+from graymatter.engine.scoped import ScopedMemory
 from graymatter.errors import AccessDenied, InvalidToken, NoCheckpoint
 
 

@@ -11,7 +11,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
-from graymatter.faces.http.rest import openapi_document
+from graymatter.faces.http.openapi import openapi_document
 from support.processes import TOKEN, ServerProcess, start_server
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(300)]

@@ -17,7 +17,8 @@ import pytest
 
 from graymatter import Memory
 from graymatter.engine.access import TokenService, open_token_store
-from graymatter.faces.http.rest import ServiceConfig, build_app, openapi_document
+from graymatter.faces.http.app import ServiceConfig, build_app
+from graymatter.faces.http.openapi import openapi_document
 from support.env import hermetic_env
 from support.processes import TOKEN, ServerProcess, auth, start_server
 

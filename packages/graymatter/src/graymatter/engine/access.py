@@ -14,9 +14,11 @@ sees the same tokens and a revocation takes effect on all of them at once; looku
 The per-store default HTTP token (``graymatter.http-token`` / ``GRAYMATTER_HTTP_TOKEN``) keeps working as
 an all-namespaces read-write principal, so a single-user loopback setup needs no token management.
 
-Enforcement: the HTTP layer authenticates the bearer token and binds the resulting :class:`Principal` to
-the request with :func:`bind_principal`; :class:`ScopedMemory` checks every call against it, so REST and
-MCP over HTTP share one rule. A refused call raises :class:`AccessDenied` before any store effect.
+Enforcement: the HTTP layer authenticates the bearer token once per request (a :class:`PrincipalSource`:
+:class:`TokenService`, or :class:`StaticToken` for a single fixed token) and binds the resulting
+:class:`Principal` with :func:`bind_principal`; :class:`graymatter.engine.scoped.ScopedMemory` checks every
+call against it, so REST and MCP over HTTP share one rule. A refused call raises :class:`AccessDenied`
+before any store effect.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from graymatter.errors import AccessDenied, InvalidToken
-from graymatter.models import SHARED_AGENT_ID, Provenance
 
 ALL_AGENTS = "*"
 TOKEN_PREFIX = "gm_"
@@ -300,12 +301,30 @@ class PostgresTokenStore:
 # --------------------------------------------------------------------------------------------- service
 
 
+class PrincipalSource(Protocol):
+    """Turns a presented bearer token into the caller's :class:`Principal` (None: not a valid token)."""
+
+    def authenticate(self, presented: str | None) -> Principal | None: ...
+
+
+class StaticToken:
+    """One fixed bearer token that authenticates as the default principal (constant-time comparison)."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = token.encode()
+
+    def authenticate(self, presented: str | None) -> Principal | None:
+        if presented and hmac.compare_digest(presented.encode(), self._expected):
+            return Principal.default()
+        return None
+
+
 class TokenService:
     """Create, list, revoke and verify scoped tokens on one :class:`TokenStore`."""
 
     def __init__(self, store: TokenStore, *, default_token: str | None = None) -> None:
         self.store = store
-        self._default_token = default_token
+        self._default = StaticToken(default_token) if default_token else None
 
     def create(
         self, agents: Iterable[str], *, read_only: bool = False, label: str = ""
@@ -345,8 +364,8 @@ class TokenService:
         """The principal for a presented bearer token, or None when it is unknown, malformed or revoked."""
         if not presented:
             return None
-        if self._default_token and hmac.compare_digest(presented.encode(), self._default_token.encode()):
-            return Principal.default()
+        if self._default is not None and (default := self._default.authenticate(presented)) is not None:
+            return default
         parts = split_token(presented)
         if parts is None:
             return None
@@ -396,139 +415,3 @@ def bind_principal(principal: Principal | None) -> Iterator[None]:
         yield
     finally:
         _current_principal.reset(token)
-
-
-def require(agent_id: str, *, write: bool) -> None:
-    """Check the bound principal (if any) for one agent namespace; raise AccessDenied when refused."""
-    principal = _current_principal.get()
-    if principal is not None:
-        principal.check(agent_id, write=write)
-
-
-# Memory methods whose first argument is an agent id, and whether they write.
-_AGENT_METHODS: dict[str, bool] = {
-    "recall": False,
-    "recall_explain": False,
-    "recall_batch": False,
-    "list": False,
-    "aliases": False,
-    "links": False,
-    "stats": False,
-    "checkpoint_latest": False,
-    "checkpoint_get": False,
-    "checkpoint_list": False,
-    "remember": True,
-    "remember_many": True,
-    "alias": True,
-    "revise": True,
-    "forget": True,
-    "pin": True,
-    "unpin": True,
-    "link": True,
-    "checkpoint_save": True,
-    "consolidate": True,
-}
-_SHARED_METHODS: dict[str, bool] = {"recall_shared": False, "remember_shared": True}
-_PASS_THROUGH = {"config", "data_dir", "embedding_model", "close", "wait_for_background", "summariser"}
-
-
-class ScopedMemory:
-    """A :class:`graymatter.Memory` view that enforces the request's bound :class:`Principal`.
-
-    Every agent-scoped call is checked before it reaches the engine (so a refused call changes nothing),
-    recall scopes ``shared``/``all`` also need ``__shared__``, and writes record the principal's token id
-    in their provenance. Without a bound principal (local interfaces) calls pass unchanged.
-    """
-
-    def __init__(self, memory: Any) -> None:
-        self._memory = memory
-
-    @property
-    def memory(self) -> Any:
-        return self._memory
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "store":  # the raw store would bypass every scope check
-            raise AttributeError("the store is not reachable through a scoped memory")
-        target = getattr(self._memory, name)
-        if name in _AGENT_METHODS:
-            return self._guard(target, _AGENT_METHODS[name], shared=False)
-        if name in _SHARED_METHODS:
-            return self._guard(target, _SHARED_METHODS[name], shared=True)
-        if name in _PASS_THROUGH or not callable(target):
-            return target
-        if name in {"agents", "export", "import_bundle", "get", "reembed_pending"}:
-            return getattr(self, f"_scoped_{name}")
-        raise AttributeError(f"{name} is not available through a scoped memory")
-
-    def _guard(self, method: Any, write: bool, *, shared: bool) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            principal = _current_principal.get()
-            if principal is not None:
-                if shared:
-                    principal.check(SHARED_AGENT_ID, write=write)
-                else:
-                    agent = args[0] if args else kwargs.get("agent_id")
-                    if isinstance(agent, str):
-                        principal.check(agent, write=write)
-                        scope = kwargs.get("scope", "agent")
-                        if scope in ("shared", "all"):
-                            principal.check(SHARED_AGENT_ID, write=write)
-                if write and "provenance" in _accepts(method):
-                    kwargs["provenance"] = _stamp(kwargs.get("provenance"), principal)
-            return method(*args, **kwargs)
-
-        return call
-
-    def _scoped_agents(self) -> list[str]:
-        principal = _current_principal.get()
-        agents = self._memory.agents()
-        return agents if principal is None else [a for a in agents if principal.can_read(a)]
-
-    def _scoped_export(self, agent_id: str | None = None) -> Any:
-        principal = _current_principal.get()
-        if principal is not None:
-            if agent_id is None and not principal.all_agents:
-                raise AccessDenied(f"token {principal.token_id} may only export its own namespaces")
-            if agent_id is not None:
-                principal.check(agent_id, write=False)
-        return self._memory.export(agent_id)
-
-    def _scoped_import_bundle(self, bundle: Any) -> Any:
-        principal = _current_principal.get()
-        if principal is not None and not principal.all_agents:
-            raise AccessDenied(f"token {principal.token_id} may not import (needs access to every namespace)")
-        if principal is not None:
-            principal.check(SHARED_AGENT_ID, write=True)
-        return self._memory.import_bundle(bundle)
-
-    def _scoped_get(self, fact_id: str) -> Any:
-        fact = self._memory.get(fact_id)
-        require(fact.agent_id, write=False)
-        return fact
-
-    def _scoped_reembed_pending(self, *args: Any, **kwargs: Any) -> Any:
-        principal = _current_principal.get()
-        if principal is not None and not (principal.all_agents and principal.access == "read-write"):
-            raise AccessDenied(f"token {principal.token_id} may not re-embed the store")
-        return self._memory.reembed_pending(*args, **kwargs)
-
-
-def _accepts(method: Any) -> set[str]:
-    import inspect
-
-    try:
-        return set(inspect.signature(method).parameters)
-    except (TypeError, ValueError):
-        return set()
-
-
-def _stamp(provenance: Any, principal: Principal) -> Provenance:
-    """The caller's provenance with the principal's token id recorded."""
-    if provenance is None:
-        base = Provenance(interface="rest")
-    elif isinstance(provenance, Provenance):
-        base = provenance
-    else:
-        base = Provenance.model_validate(provenance)
-    return base.model_copy(update={"token_id": principal.token_id})

@@ -8,7 +8,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from graymatter.engine.memory import Memory
 
 HTTP_PATH = "/mcp"
 
@@ -79,7 +82,7 @@ def run_serve(args: argparse.Namespace) -> int:
         memory.close()
 
 
-def _serve_stdio(memory: Any) -> int:
+def _serve_stdio(memory: Memory) -> int:
     from graymatter.faces.mcp_server.server import build_server
 
     try:
@@ -89,48 +92,39 @@ def _serve_stdio(memory: Any) -> int:
     return 0
 
 
-def _serve_http(args: argparse.Namespace, memory: Any) -> int:
-    import socket
-
-    from graymatter.faces.http.security import SecurityMiddleware, build_policy, parse_bind, resolve_token
+def _serve_http(args: argparse.Namespace, memory: Memory) -> int:
+    """MCP alone over streamable HTTP, from the service's one app factory, behind one static token."""
+    from graymatter.engine.access import StaticToken
+    from graymatter.faces.http.app import ServiceConfig, build_app
+    from graymatter.faces.http.security import parse_bind, require_loopback_for_no_auth, resolve_token
+    from graymatter.faces.http.serve import bind_socket, run_server, shown_host
 
     host, port = parse_bind(args.http)
     token = None if args.no_auth else resolve_token(_data_dir(args), args.token)
-    policy = build_policy(host, port, token=token, no_auth=args.no_auth)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if args.no_auth:
+        require_loopback_for_no_auth(host)
+    sock = bind_socket(host, port, args.http)  # the address printed below is usable at once
     try:
-        sock.bind((host, port))
-        sock.listen(2048)  # connections queue from now on, so the address printed below is usable at once
-    except OSError as exc:
+        bound_port = sock.getsockname()[1]  # the Host/Origin allow-list needs the real port
+        config = ServiceConfig(
+            host=host, port=bound_port, no_auth=args.no_auth, rate_limit=0, rest=False, mcp_stateless=False
+        )
+        app = build_app(memory, None if token is None else StaticToken(token), config)
+    except BaseException:
         sock.close()
-        from graymatter.errors import InvalidInput
-
-        raise InvalidInput(f"cannot listen on {args.http}: {exc.strerror or exc}") from None
-    bound_port = sock.getsockname()[1]
-    if port == 0:
-        # Rebuild the Host/Origin allow-list now that the real port is known.
-        policy = build_policy(host, bound_port, token=token, no_auth=args.no_auth)
-
-    import uvicorn
-
-    from graymatter.faces.mcp_server.server import mcp_http_app
-
-    mcp = mcp_http_app(memory, path=HTTP_PATH)
-    config = uvicorn.Config(
-        SecurityMiddleware(mcp.app, policy),
+        raise
+    auth = "no auth (loopback only)" if args.no_auth else "bearer token required"
+    print(
+        f"graymatter MCP listening on http://{shown_host(host)}:{bound_port}{HTTP_PATH} ({auth})",
+        file=sys.stderr,
+    )
+    sys.stderr.flush()
+    run_server(
+        app,
+        sock,
         log_level="warning",
         timeout_graceful_shutdown=10,
         h11_max_incomplete_event_size=64 * 1024,
         server_header=False,
     )
-    server = uvicorn.Server(config)
-    shown_host = f"[{host}]" if ":" in host else host
-    auth = "no auth (loopback only)" if args.no_auth else "bearer token required"
-    print(
-        f"graymatter MCP listening on http://{shown_host}:{bound_port}{HTTP_PATH} ({auth})", file=sys.stderr
-    )
-    sys.stderr.flush()
-    server.run(sockets=[sock])
     return 0

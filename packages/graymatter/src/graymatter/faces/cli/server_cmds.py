@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-SERVE_CONFIG_ENV = "GRAYMATTER_SERVE_CONFIG"
+if TYPE_CHECKING:
+    from graymatter.engine.access import TokenService
+    from graymatter.faces.http.serve import ServeSettings
+    from graymatter.store import Store
+
 DEFAULT_BIND = "127.0.0.1:8080"
 
 
@@ -29,6 +32,12 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: Any) -> None:
     """Add ``serve``, ``token`` and ``migrate`` to the graymatter CLI."""
+    _register_serve(subparsers)
+    _register_token(subparsers)
+    _register_migrate(subparsers)
+
+
+def _register_serve(subparsers: Any) -> None:
     serve = subparsers.add_parser(
         "serve",
         help="run the HTTP service: REST API + MCP (streamable HTTP) on one port",
@@ -72,6 +81,8 @@ def register(subparsers: Any) -> None:
     )
     serve.set_defaults(func=run_serve)
 
+
+def _register_token(subparsers: Any) -> None:
     token = subparsers.add_parser(
         "token",
         help="manage scoped access tokens",
@@ -96,6 +107,8 @@ def register(subparsers: Any) -> None:
     revoke.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
     revoke.set_defaults(func=run_token_revoke)
 
+
+def _register_migrate(subparsers: Any) -> None:
     migrate = subparsers.add_parser(
         "migrate",
         help="copy a store to another backend (SQLite <-> PostgreSQL), verified",
@@ -113,7 +126,7 @@ def register(subparsers: Any) -> None:
 # --------------------------------------------------------------------------------------------- token
 
 
-def _open_tokens(args: argparse.Namespace) -> tuple[Any, Any]:
+def _open_tokens(args: argparse.Namespace) -> tuple[Store, TokenService]:
     from graymatter.engine.access import TokenService, open_token_store
     from graymatter.faces.cli.options import resolve_store_location
     from graymatter.store import open_store
@@ -214,7 +227,7 @@ def run_migrate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------- serve
 
 
-def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
+def _serve_settings(args: argparse.Namespace) -> ServeSettings:
     from graymatter.errors import InvalidInput
     from graymatter.faces.cli.options import resolve_data_dir, resolve_store_location
     from graymatter.faces.http.security import parse_bind, resolve_token
@@ -247,87 +260,36 @@ def _serve_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def build_service(settings: dict[str, Any], port: int | None = None) -> Any:
-    """Open the store and build the ASGI app for one server process."""
-    from graymatter.engine.access import TokenService, open_token_store
-    from graymatter.engine.memory import Memory
-    from graymatter.faces.http.rest import ServiceConfig, build_app
-    from graymatter.store import open_store
-
-    memory = Memory(store=open_store(settings["store"]))
-    try:
-        tokens = TokenService(open_token_store(memory.store), default_token=settings["token"])
-        config = ServiceConfig(
-            host=settings["host"],
-            port=settings["port"] if port is None else port,
-            default_token=settings["token"],
-            no_auth=settings["no_auth"],
-            rate_limit=settings["rate_limit"],
-            rate_burst=settings["rate_burst"],
-            extra_hosts=tuple(settings["extra_hosts"]),
-            max_body_bytes=settings["max_body_bytes"],
-        )
-        return build_app(memory, tokens, config, close_memory=True)
-    except BaseException:
-        memory.close()
-        raise
-
-
-def worker_app() -> Any:
-    """uvicorn factory for ``--workers N``: settings come from the parent through the environment."""
-    from graymatter.faces.http.rest import configure_logging
-
-    configure_logging()
-    return build_service(json.loads(os.environ[SERVE_CONFIG_ENV]))
-
-
 def run_serve(args: argparse.Namespace) -> int:
     """Entry point of ``graymatter serve``."""
-    import socket
-
-    import uvicorn
-
-    from graymatter.errors import InvalidInput
-    from graymatter.faces.http.rest import configure_logging
+    from graymatter.faces.http.observability import configure_logging
+    from graymatter.faces.http.serve import bind_socket, build_service, run_server, run_workers, shown_host
 
     settings = _serve_settings(args)
     configure_logging()
     host, port = settings["host"], settings["port"]
-    common = {
+    common: dict[str, Any] = {
         "log_level": "info",
         "access_log": False,
         "timeout_graceful_shutdown": args.graceful_timeout,
         "server_header": False,
         "log_config": None,
     }
-    shown = f"[{host}]" if ":" in host else host
     if args.workers > 1:
-        os.environ[SERVE_CONFIG_ENV] = json.dumps(settings)
         print(
-            f"graymatter serving REST + MCP on http://{shown}:{port} ({args.workers} workers)",
+            f"graymatter serving REST + MCP on http://{shown_host(host)}:{port} ({args.workers} workers)",
             file=sys.stderr,
         )
-        uvicorn.run(
-            "graymatter.faces.cli.server_cmds:worker_app",
-            factory=True,
-            host=host,
-            port=port,
-            workers=args.workers,
-            **common,
-        )
+        run_workers(settings, args.workers, **common)
         return 0
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock = bind_socket(host, port, args.http)
     try:
-        sock.bind((host, port))
-    except OSError as exc:
+        bound = sock.getsockname()[1]
+        app = build_service(settings, port=bound)
+    except BaseException:
         sock.close()
-        raise InvalidInput(f"cannot listen on {args.http}: {exc.strerror or exc}") from None
-    bound = sock.getsockname()[1]
-    app = build_service(settings, port=bound)
-    server = uvicorn.Server(uvicorn.Config(app, **common))
-    print(f"graymatter serving REST + MCP on http://{shown}:{bound}", file=sys.stderr)
+        raise
+    print(f"graymatter serving REST + MCP on http://{shown_host(host)}:{bound}", file=sys.stderr)
     sys.stderr.flush()
-    server.run(sockets=[sock])
+    run_server(app, sock, **common)
     return 0

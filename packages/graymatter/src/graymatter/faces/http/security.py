@@ -22,9 +22,13 @@ import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 from graymatter.errors import HttpSecurityError, InvalidInput
+from graymatter.faces.http.asgi import ASGIApp, Message, Receive, Scope, Send
+
+if TYPE_CHECKING:
+    from graymatter.engine.access import Principal
 
 TOKEN_FILE_NAME = "graymatter.http-token"
 TOKEN_ENV = "GRAYMATTER_HTTP_TOKEN"
@@ -32,13 +36,11 @@ MAX_BODY_BYTES = 1024 * 1024
 MIN_TOKEN_CHARS = 16
 DEFAULT_HOST = "127.0.0.1"
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-Authenticator = Callable[[str], "str | Awaitable[str | None] | None"]
-"""Maps a presented bearer token to an identity (e.g. a token id), or None when it is not valid."""
+IDENTITY_KEY = "graymatter_identity"
+"""Where :class:`SecurityMiddleware` puts the authenticated identity: ``scope["state"][IDENTITY_KEY]``."""
+Identity: TypeAlias = "str | Principal"
+Authenticator = Callable[[str], "Identity | Awaitable[Identity | None] | None"]
+"""Maps a presented bearer token to an identity (a name or a principal), or None when it is not valid."""
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -173,6 +175,14 @@ class HttpSecurityPolicy:
     max_body_bytes: int = MAX_BODY_BYTES
 
 
+def require_loopback_for_no_auth(host: str) -> None:
+    """Refuse ``--no-auth`` unless ``host`` is a loopback address."""
+    if not is_loopback(host):
+        raise HttpSecurityError(
+            f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1, localhost), not {host}"
+        )
+
+
 def build_policy(
     host: str,
     port: int,
@@ -193,10 +203,7 @@ def build_policy(
     extra_hosts = [h.strip().lower() for h in extra_hosts]
     extra_origins = [o.strip().rstrip("/").lower() for o in extra_origins]
     if no_auth:
-        if not is_loopback(host):
-            raise HttpSecurityError(
-                f"--no-auth is only allowed on a loopback address (127.0.0.1, ::1, localhost), not {host}"
-            )
+        require_loopback_for_no_auth(host)
         gate: Authenticator | None = None
     elif authenticate is not None:
         gate = authenticate
@@ -265,11 +272,11 @@ class SecurityMiddleware:
         if origin is not None and origin.rstrip("/").lower() not in policy.allowed_origins:
             await _refuse(send, 403, "forbidden_origin", "Origin not allowed")
             return
-        identity = "anonymous"
+        identity: Identity = "anonymous"
         if policy.authenticate is not None:
             scheme, _, presented = headers.get("authorization", "").partition(" ")
             presented = presented.strip()
-            verdict: str | None = None
+            verdict: Identity | None = None
             if scheme.lower() == "bearer" and presented:
                 outcome = policy.authenticate(presented)
                 verdict = await outcome if inspect.isawaitable(outcome) else outcome
@@ -300,7 +307,7 @@ class SecurityMiddleware:
         except _BodyTooLarge:
             await _refuse(send, 413, "payload_too_large", f"request body over {policy.max_body_bytes} bytes")
             return
-        scope.setdefault("state", {})["graymatter_identity"] = identity
+        scope.setdefault("state", {})[IDENTITY_KEY] = identity
         await self.app(scope, body_receive, _with_safe_headers(send))
 
 
@@ -370,17 +377,20 @@ async def _refuse(
 
 
 __all__ = [
+    "IDENTITY_KEY",
     "MAX_BODY_BYTES",
     "TOKEN_ENV",
     "TOKEN_FILE_NAME",
     "Authenticator",
     "HttpSecurityPolicy",
+    "Identity",
     "SecurityMiddleware",
     "build_policy",
     "generate_token",
     "is_loopback",
     "load_or_create_token",
     "parse_bind",
+    "require_loopback_for_no_auth",
     "resolve_token",
     "static_token_authenticator",
 ]

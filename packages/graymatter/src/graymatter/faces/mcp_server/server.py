@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import CallToolResult
 
-    from graymatter.engine.memory import Memory
+    from graymatter.engine.memory_api import MemoryAPI
 
 SERVER_NAME = "graymatter"
 
@@ -225,7 +225,7 @@ def _client_provenance(ctx: Any) -> Provenance:
     return Provenance(interface="mcp", client=client)
 
 
-def build_server(memory: Memory, *, instructions: str | None = INSTRUCTIONS) -> MCPServer:
+def build_server(memory: MemoryAPI, *, instructions: str | None = INSTRUCTIONS) -> MCPServer:
     """A fresh MCP server exposing the seven tools over ``memory``. Transport is chosen by the caller."""
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.tools import Tool
@@ -311,7 +311,7 @@ class McpHttpApp:
     lifespan: Callable[[], Any]
 
 
-def mcp_http_app(memory: Memory, *, path: str = "/mcp", stateless: bool = False) -> McpHttpApp:
+def mcp_http_app(memory: MemoryAPI, *, path: str = "/mcp", stateless: bool = False) -> McpHttpApp:
     """Build the MCP streamable-HTTP app; ``stateless=True`` suits several servers behind a load balancer.
 
     Host/Origin checks, auth and the body cap belong to the shared security middleware, so the SDK's own

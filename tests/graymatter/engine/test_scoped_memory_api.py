@@ -1,0 +1,39 @@
+"""ScopedMemory is an explicit implementation of the memory API: a new Memory method cannot bypass scoping."""
+
+from __future__ import annotations
+
+import inspect
+
+from graymatter.engine.memory import Memory
+from graymatter.engine.memory_api import MemoryAPI
+from graymatter.engine.scoped import ScopedMemory
+
+
+def public_members(cls: type) -> set[str]:
+    return {name for name in dir(cls) if not name.startswith("_")}
+
+
+def test_scoped_memory_defines_every_public_memory_method_itself() -> None:
+    own = set(vars(ScopedMemory))
+    missing = public_members(Memory) - own
+    assert not missing, f"ScopedMemory must check and delegate these Memory methods: {sorted(missing)}"
+    assert "__getattr__" not in own and "store" not in public_members(ScopedMemory)
+
+
+def test_the_memory_api_declares_every_public_memory_method() -> None:
+    declared = {name for name in vars(MemoryAPI) if not name.startswith("_")}
+    assert public_members(Memory) <= declared, sorted(public_members(Memory) - declared)
+
+
+def test_scoped_methods_take_the_same_parameters_as_memory() -> None:
+    for name in public_members(Memory):
+        ours, theirs = getattr(ScopedMemory, name), getattr(Memory, name)
+        if isinstance(theirs, property):
+            assert isinstance(ours, property), name
+            continue
+        ours_params = list(inspect.signature(ours).parameters)
+        theirs_params = list(inspect.signature(theirs).parameters)
+        if "options" in ours_params and "options" not in theirs_params:  # keyword options passed through
+            ours_params = ours_params[: ours_params.index("options")]
+            theirs_params = theirs_params[: len(ours_params)]
+        assert ours_params == theirs_params, name
