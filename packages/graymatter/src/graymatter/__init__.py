@@ -65,6 +65,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from graymatter.config import MemoryConfig
+    from graymatter.constants import SHARED_AGENT_ID
     from graymatter.engine.memory import Memory
     from graymatter.errors import (
         CorruptDatabase,
@@ -78,7 +79,6 @@ if TYPE_CHECKING:
         StoreUnavailable,
     )
     from graymatter.models import (
-        SHARED_AGENT_ID,
         Checkpoint,
         Fact,
         Link,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
@@ -63,25 +63,25 @@ def confidence(value: Any) -> Confidence:
     """One of ``verified``, ``inferred``, ``unverified``."""
     if value not in CONFIDENCE_LEVELS:
         raise InvalidInput(_CONFIDENCE_ERROR)
-    return value  # type: ignore[no-any-return]
+    return cast(Confidence, value)
+
+
+def _number_from_zero(value: Any, field: str, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InvalidInput(f"{field} must be a finite number in [0, {high}]")
+    if not 0 <= value <= high:
+        raise InvalidInput(f"{field} must be in [0, {high}]")
+    return float(value)
 
 
 def confidence_weight(value: Any) -> float:
     """A finite number in [0, 0.5]."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInput("confidence_weight must be a finite number in [0, 0.5]")
-    if not 0 <= value <= 0.5:
-        raise InvalidInput("confidence_weight must be in [0, 0.5]")
-    return float(value)
+    return _number_from_zero(value, "confidence_weight", 0.5)
 
 
 def min_relevance(value: Any) -> float:
     """A finite number in [0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise InvalidInput("min_relevance must be a finite number in [0, 1]")
-    if not 0 <= value <= 1:
-        raise InvalidInput("min_relevance must be in [0, 1]")
-    return float(value)
+    return _number_from_zero(value, "min_relevance", 1)
 
 
 def top_k(value: Any) -> int:

@@ -93,6 +93,25 @@ def _check_vectors(vectors: Any, count: int, provider: str) -> list[list[float]]
     return out
 
 
+def _post_texts(
+    provider: str,
+    url: str,
+    model: str,
+    texts: Sequence[str],
+    timeout_s: float,
+    headers: dict[str, str] | None = None,
+) -> Any:
+    """POST ``{"model", "input"}`` to an embedding endpoint; a transport failure is an ``EmbeddingError``."""
+    import httpx
+
+    try:
+        return httpx.post(
+            url, json={"model": model, "input": list(texts)}, headers=headers, timeout=timeout_s
+        )
+    except httpx.HTTPError as exc:
+        raise EmbeddingError(f"{provider} embedding request failed: {type(exc).__name__}") from None
+
+
 class OllamaEmbedder:
     """Ollama's ``/api/embed`` endpoint."""
 
@@ -105,16 +124,7 @@ class OllamaEmbedder:
         self.model_id = f"ollama:{model}"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        import httpx
-
-        try:
-            response = httpx.post(
-                f"{self.url}/api/embed",
-                json={"model": self.model, "input": list(texts)},
-                timeout=self.timeout_s,
-            )
-        except httpx.HTTPError as exc:
-            raise EmbeddingError(f"ollama embedding request failed: {type(exc).__name__}") from None
+        response = _post_texts("ollama", f"{self.url}/api/embed", self.model, texts, self.timeout_s)
         if response.status_code != 200:
             raise EmbeddingError(f"ollama embedding failed: {_error_text(response)}")
         try:
@@ -146,17 +156,10 @@ class OpenAIEmbedder:
         return f"OpenAIEmbedder(model={self.model!r}, base_url={self.base_url!r})"
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        import httpx
-
-        try:
-            response = httpx.post(
-                f"{self.base_url}/embeddings",
-                json={"model": self.model, "input": list(texts)},
-                headers={"Authorization": f"Bearer {self._api_key}"},
-                timeout=self.timeout_s,
-            )
-        except httpx.HTTPError as exc:
-            raise EmbeddingError(f"openai embedding request failed: {type(exc).__name__}") from None
+        headers = {"Authorization": f"Bearer {self._api_key}"}
+        response = _post_texts(
+            "openai", f"{self.base_url}/embeddings", self.model, texts, self.timeout_s, headers
+        )
         if response.status_code != 200:
             raise EmbeddingError(f"openai embedding failed: HTTP {response.status_code}")
         try:
@@ -218,7 +221,8 @@ class OnnxEmbedder:
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-        return pooled.astype(np.float32).tolist()
+        vectors: list[list[float]] = pooled.astype(np.float32).tolist()
+        return vectors
 
 
 def probe_ollama(url: str, timeout_s: float = OLLAMA_PROBE_TIMEOUT_S) -> bool:

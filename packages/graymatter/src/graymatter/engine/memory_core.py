@@ -12,7 +12,7 @@ from graymatter.config import MemoryConfig
 from graymatter.constants import DATA_DIR_ENV, DEFAULT_DATA_DIR
 from graymatter.engine.background import BackgroundConsolidator
 from graymatter.engine.embedding_index import REEMBED_BATCH, EmbeddingIndex, open_index
-from graymatter.engine.embeddings import resolve_embedder
+from graymatter.engine.embeddings import Embedder, resolve_embedder
 from graymatter.engine.lifecycle import Summariser, consolidate
 from graymatter.models import ConsolidationReport
 from graymatter.store import Store, open_store
@@ -38,9 +38,9 @@ class MemoryCore:
         data_dir: str | os.PathLike[str] | None = None,
         *,
         store: Store | None = None,
-        embedder: Any = _DEFAULT,
+        embedder: Embedder | None = _DEFAULT,
         config: MemoryConfig | None = None,
-        summariser: Summariser | object | None = _DEFAULT,
+        summariser: Summariser | None = _DEFAULT,
         on_consolidate_error: Callable[[str, Exception], None] | None = None,
     ) -> None:
         self.config = config if config is not None else MemoryConfig.from_env()
@@ -61,7 +61,7 @@ class MemoryCore:
                 from graymatter.engine.summarisers import resolve_summariser
 
                 summariser = resolve_summariser(self.config)
-            self.summariser: Summariser | None = summariser  # type: ignore[assignment]
+            self.summariser: Summariser | None = summariser
             self._embeddings: EmbeddingIndex = open_index(store, inner)
         except BaseException:
             self.store.close()
