@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -124,21 +123,6 @@ def cli_env(root: Path, **extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
-
-
-def run_tinyagent(
-    *args: object, env: dict[str, str], cwd: Path, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    """Run `python -m tinyagent ARGS` as a real subprocess and capture its output."""
-    return subprocess.run(
-        [sys.executable, "-m", "tinyagent", *(str(a) for a in args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
 
 
 def bash_call(marker: str, call_id: str | None = None) -> dict[str, Any]:

@@ -29,13 +29,13 @@ def write_script(path: Path, replies: Sequence[dict[str, Any]], **extra: Any) ->
     return path
 
 
-def tinyagent_cmd(*args: str) -> list[str]:
+def tinyagent_cmd(*args: object) -> list[str]:
     """The command line that runs the installed CLI module with this interpreter."""
-    return [sys.executable, "-m", "tinyagent", *args]
+    return [sys.executable, "-m", "tinyagent", *(str(arg) for arg in args)]
 
 
 def run_cli(
-    args: Sequence[str],
+    args: Sequence[object],
     *,
     cwd: Path,
     env: Mapping[str, str],
@@ -52,6 +52,18 @@ def run_cli(
         text=True,
         timeout=timeout,
         check=False,
+    )
+
+
+def start_cli(args: Sequence[object], *, cwd: Path, env: Mapping[str, str]) -> subprocess.Popen[str]:
+    """Start `tinyagent ARGS` with stdout and stderr piped (text), for tests that signal or watch it."""
+    return subprocess.Popen(
+        tinyagent_cmd(*args),
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

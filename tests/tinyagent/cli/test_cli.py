@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from support.env import hermetic_env
-from support.tinyagent_cli import call, load_json, reply, run_cli, tinyagent_cmd, write_script
+from support.tinyagent_cli import call, load_json, reply, run_cli, start_cli, write_script
 from tinyagent.trajectory.files import load_trajectory
 
 SUBMIT = reply(call("submit", answer="all done"))
@@ -226,15 +226,10 @@ def test_signal_during_a_tool_kills_it_and_saves_interrupted(tmp_path: Path, wor
         ],
     )
     out = tmp_path / "run.json"
-    proc = subprocess.Popen(
-        tinyagent_cmd(
-            "-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)
-        ),
+    proc = start_cli(
+        ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)],
         cwd=tmp_path,
         env=hermetic_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
     try:
         _wait_for_line(proc, "step 1: bash: echo $$ > pid.txt")
@@ -264,15 +259,10 @@ def test_signal_during_a_model_request_stops_cleanly(tmp_path: Path, work: Path,
     record = tmp_path / "requests.jsonl"
     script = write_script(tmp_path / "s.json", [BUSY, {"sleep": 60, **SUBMIT}], record=str(record))
     out = tmp_path / "run.json"
-    proc = subprocess.Popen(
-        tinyagent_cmd(
-            "-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)
-        ),
+    proc = start_cli(
+        ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)],
         cwd=tmp_path,
         env=hermetic_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
     try:
         _wait_for_line(proc, "step 2/100: querying the model")
@@ -426,15 +416,10 @@ def test_sigkill_during_a_tool_batch_leaves_the_previous_checkpoint(tmp_path: Pa
         ],
     )
     out = tmp_path / "run.json"
-    proc = subprocess.Popen(
-        tinyagent_cmd(
-            "-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)
-        ),
+    proc = start_cli(
+        ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)],
         cwd=tmp_path,
         env=hermetic_env(tmp_path),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
     sleeper = None
     try:

@@ -13,7 +13,7 @@ import pytest
 
 from support.env import hermetic_env
 from support.provider_stubs import ProviderStub
-from support.tinyagent_cli import load_json, run_cli, tinyagent_cmd
+from support.tinyagent_cli import load_json, run_cli, start_cli
 
 PROVIDERS = ["openai", "openrouter", "ollama", "anthropic", "codex"]
 KEYS = {
@@ -118,8 +118,8 @@ def _start(tmp_path: Path, provider: str, base_url: str, *extra: str) -> tuple[s
     work.mkdir(exist_ok=True)
     out = tmp_path / "run.json"
     env = hermetic_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
-    proc = subprocess.Popen(
-        tinyagent_cmd(
+    proc = start_cli(
+        [
             "-t",
             TASK,
             "--provider",
@@ -133,12 +133,9 @@ def _start(tmp_path: Path, provider: str, base_url: str, *extra: str) -> tuple[s
             "-o",
             str(out),
             *extra,
-        ),
+        ],
         cwd=tmp_path,
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
     )
     return proc, out
 

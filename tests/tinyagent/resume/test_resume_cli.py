@@ -30,9 +30,9 @@ from support.resume_checkpoints import (
     bash_call,
     cli_env,
     executed_markers,
-    run_tinyagent,
     submit_call,
 )
+from support.tinyagent_cli import run_cli
 from tinyagent.prompts import CONTINUATION_NOTICE
 
 MODEL = "gpt-4.1-mini"
@@ -54,7 +54,7 @@ class Workspace:
         self.env = cli_env(root)
 
     def run(self, *args: object, env: dict[str, str] | None = None, timeout: float = 60) -> Any:
-        return run_tinyagent(*args, env=env or self.env, cwd=self.root, timeout=timeout)
+        return run_cli(args, env=env or self.env, cwd=self.root, timeout=timeout)
 
     def fresh(self, replies: list[dict[str, Any]], output: str = "run.json", *extra: object) -> Path:
         """A fresh run against the stub (non-streamed) ending at its step limit by default."""
@@ -541,7 +541,7 @@ def test_edited_recorded_system_prompt_is_refused(ws: Workspace, checkpoint: Pat
 
 
 def test_different_tool_set_is_refused(ws: Workspace, checkpoint: Path) -> None:
-    from tinyagent.tools.toolbox import toolset_sha256
+    from tinyagent.tools.specs import toolset_sha256
     from tinyagent.types import ToolSpec
 
     document = load(checkpoint)

@@ -21,9 +21,9 @@ from support.resume_checkpoints import (
     bash_call,
     cli_env,
     executed_markers,
-    run_tinyagent,
     submit_call,
 )
+from support.tinyagent_cli import run_cli
 from tinyagent.prompts import CONTINUATION_NOTICE
 
 MODELS = {"openai": "gpt-4.1-mini", "anthropic": "claude-sonnet-4-5", "codex": "gpt-5-codex"}
@@ -82,11 +82,10 @@ def test_restored_history_through_provider(tmp_path: Path, provider: str, stream
         ]
     ) as stub:
         base_url = stub.base_url(provider)
-        fresh = run_tinyagent(
+        fresh = run_cli([
             "-t", f"write markers {SECRET}", "--provider", provider, "-m", MODELS[provider],
             "--base-url", base_url, "--cwd", project, "--step-limit", "2", stream_flag, "-o", "run.json",
-            env=env, cwd=tmp_path,
-        )  # fmt: skip
+        ], env=env, cwd=tmp_path)  # fmt: skip
         assert fresh.returncode == 1, fresh.stderr
         source = tmp_path / "run.json"
         source_bytes = source.read_bytes()
@@ -99,10 +98,10 @@ def test_restored_history_through_provider(tmp_path: Path, provider: str, stream
             {"tool_calls": [bash_call("resumed-1", "call_a")]},
             {"tool_calls": [submit_call("resumed and done")]},
         )
-        resumed = run_tinyagent(
+        resumed = run_cli([
             "--resume", "run.json", "--cwd", project, "--base-url", base_url, "--step-limit", "4",
-            stream_flag, "-o", "continued.json", env=env, cwd=tmp_path,
-        )  # fmt: skip
+            stream_flag, "-o", "continued.json",
+        ], env=env, cwd=tmp_path)  # fmt: skip
         assert resumed.returncode == 0, resumed.stderr
         assert resumed.stdout == "resumed and done\n"
         assert source.read_bytes() == source_bytes
