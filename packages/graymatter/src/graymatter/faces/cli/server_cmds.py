@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graymatter.engine.access import TokenService
-    from graymatter.faces.http.serve import ServeSettings
     from graymatter.store import Store
 
 DEFAULT_BIND = "127.0.0.1:8080"
@@ -127,12 +126,12 @@ def _register_migrate(subparsers: Any) -> None:
 
 
 def _open_tokens(args: argparse.Namespace) -> tuple[Store, TokenService]:
-    from graymatter.engine.access import TokenService, open_token_store
+    from graymatter.engine.access import TokenService
     from graymatter.faces.cli.options import resolve_store_location
     from graymatter.store import open_store
 
     store = open_store(resolve_store_location(args))
-    return store, TokenService(open_token_store(store))
+    return store, TokenService(store.token_store())
 
 
 def run_token_create(args: argparse.Namespace) -> int:
@@ -227,10 +226,10 @@ def run_migrate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------------------------- serve
 
 
-def _serve_settings(args: argparse.Namespace) -> ServeSettings:
+def _checked_bind(args: argparse.Namespace) -> tuple[str, int]:
+    """The bind address, once every numeric flag of ``serve`` is known to be usable."""
     from graymatter.errors import InvalidInput
-    from graymatter.faces.cli.options import resolve_data_dir, resolve_store_location
-    from graymatter.faces.http.security import parse_bind, resolve_token
+    from graymatter.faces.http.security import parse_bind
 
     host, port = parse_bind(args.http)
     if args.workers < 1 or args.workers > 64:
@@ -241,33 +240,49 @@ def _serve_settings(args: argparse.Namespace) -> ServeSettings:
         raise InvalidInput("--rate-limit must be >= 0 and --rate-burst >= 1")
     if not 1024 <= args.max_body_bytes <= 64 * 1024 * 1024:
         raise InvalidInput("--max-body-bytes must be between 1024 and 67108864")
-    location = resolve_store_location(args)
-    token = None
+    return host, port
+
+
+def _default_token(args: argparse.Namespace) -> str | None:
+    """``--token``, ``$GRAYMATTER_HTTP_TOKEN`` or the token file; None with ``--no-auth``."""
+    from graymatter.errors import InvalidInput
+    from graymatter.faces.cli.options import resolve_data_dir
+    from graymatter.faces.http.security import resolve_token
+
     if not args.no_auth:
-        token = resolve_token(Path(resolve_data_dir(args)), args.token)
-    elif args.token:
+        return resolve_token(Path(resolve_data_dir(args)), args.token)
+    if args.token:
         raise InvalidInput("--token and --no-auth cannot be combined")
-    return {
-        "store": location,
-        "host": host,
-        "port": port,
-        "token": token,
-        "no_auth": bool(args.no_auth),
-        "rate_limit": args.rate_limit,
-        "rate_burst": args.rate_burst,
-        "extra_hosts": list(args.allow_host),
-        "max_body_bytes": args.max_body_bytes,
-    }
+    return None
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Entry point of ``graymatter serve``."""
+    from graymatter.faces.cli.options import resolve_store_location
     from graymatter.faces.http.observability import configure_logging
-    from graymatter.faces.http.serve import bind_socket, build_service, run_server, run_workers, shown_host
+    from graymatter.faces.http.serve import (
+        ServeSettings,
+        bind_socket,
+        build_service,
+        run_server,
+        run_workers,
+        shown_host,
+    )
 
-    settings = _serve_settings(args)
+    host, port = _checked_bind(args)
+    location = resolve_store_location(args)
+    settings = ServeSettings(
+        store=location,
+        host=host,
+        port=port,
+        token=_default_token(args),
+        no_auth=bool(args.no_auth),
+        rate_limit=args.rate_limit,
+        rate_burst=args.rate_burst,
+        extra_hosts=list(args.allow_host),
+        max_body_bytes=args.max_body_bytes,
+    )
     configure_logging()
-    host, port = settings["host"], settings["port"]
     common: dict[str, Any] = {
         "log_level": "info",
         "access_log": False,
