@@ -35,7 +35,7 @@ def build_checkpoint(
 ) -> bytes:
     """A valid checkpoint with about `messages` messages (one bash call + result per turn)."""
     from tinyagent.prompts import instructions_sha256
-    from tinyagent.tools.toolbox import TOOL_SPECS, toolset_sha256
+    from tinyagent.tools.specs import TOOL_SPECS, toolset_sha256
     from tinyagent.trajectory.models import ExitStatus, Limits, ResumeMetadata, Timing, Totals, Trajectory
     from tinyagent.types import Message, ToolCall
 

@@ -31,7 +31,7 @@ OUTPUT_LINE = "drwxr-xr-x  2 user user  4096 Nov 30 00:00 some-directory-name-wi
 
 def build_trajectory(messages: int) -> Any:
     """A trajectory with `messages` messages (system + task + alternating assistant/tool)."""
-    from tinyagent.tools.toolbox import TOOL_SPECS
+    from tinyagent.tools.specs import TOOL_SPECS
     from tinyagent.trajectory.models import Timing, Trajectory
     from tinyagent.types import Message, ToolCall
 

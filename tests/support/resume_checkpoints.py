@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tinyagent.tools.toolbox import TOOL_SPECS, toolset_sha256
+from tinyagent.tools.specs import TOOL_SPECS, toolset_sha256
 from tinyagent.trajectory.models import ExitStatus, Limits, ResumeMetadata, Timing, Totals, Trajectory
 from tinyagent.types import Message, ToolCall
 

@@ -12,14 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent.tools.toolbox import (
-    SCRUBBED_ENV,
-    TOOL_SPECS,
-    Toolbox,
-    ToolInfrastructureError,
-    cap_output,
-    toolset_sha256,
-)
+from tinyagent.tools.capping import cap_output
+from tinyagent.tools.process import SCRUBBED_ENV
+from tinyagent.tools.specs import TOOL_SPECS, toolset_sha256
+from tinyagent.tools.toolbox import Toolbox, ToolInfrastructureError
 from tinyagent.types import ToolCall, ToolSpec
 
 

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tinyagent.tools.toolbox import TOOL_SPECS
+from tinyagent.tools.specs import TOOL_SPECS
 from tinyagent.trajectory.atomic import SaveError, write_private_atomic
 from tinyagent.trajectory.encoding import dump_trajectory
 from tinyagent.trajectory.files import FAULT_ENV, LoadError, load_trajectory, save_trajectory

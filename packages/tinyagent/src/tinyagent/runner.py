@@ -80,7 +80,7 @@ def new_trajectory(task: str, settings: Settings, system_prompt: str) -> Traject
     """The initial trajectory of a fresh run: system prompt and task, limits, tool set, resume metadata."""
     from tinyagent.loop.agent import utc_now
     from tinyagent.prompts import instructions_sha256
-    from tinyagent.tools.toolbox import TOOL_SPECS, toolset_sha256
+    from tinyagent.tools.specs import TOOL_SPECS, toolset_sha256
     from tinyagent.trajectory.models import ResumeMetadata, Timing, Trajectory
     from tinyagent.types import Message
 

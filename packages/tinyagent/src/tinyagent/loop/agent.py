@@ -42,7 +42,8 @@ from datetime import UTC, datetime
 from tinyagent.output import Reporter
 from tinyagent.prompts import FORMAT_ERROR_NUDGE, MAX_FORMAT_ERRORS
 from tinyagent.providers.base import Provider, ProviderError
-from tinyagent.tools.toolbox import Toolbox, ToolInfrastructureError, ToolResult, clean_json_value, clean_text
+from tinyagent.tools.text import clean_json_value, clean_text
+from tinyagent.tools.toolbox import Toolbox, ToolInfrastructureError, ToolResult
 from tinyagent.trajectory.models import ExitStatus, Trajectory
 from tinyagent.types import Message, ToolCall, Usage
 

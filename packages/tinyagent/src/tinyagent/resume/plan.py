@@ -202,7 +202,7 @@ def _check_instructions(checkpoint: Trajectory, settings: Settings) -> None:
 
 
 def _check_toolset(metadata: ResumeMetadata) -> None:
-    from tinyagent.tools.toolbox import TOOL_SPECS
+    from tinyagent.tools.specs import TOOL_SPECS
 
     if toolset_digest(TOOL_SPECS) != metadata.toolset_sha256:
         refuse(

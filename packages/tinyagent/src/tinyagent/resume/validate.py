@@ -210,6 +210,6 @@ def _check_tool_digest(trajectory: Trajectory) -> None:
 
 def toolset_digest(tools: Sequence[Any]) -> str:
     """SHA-256 of the canonical JSON of a tool list (delegates to the tools module's definition)."""
-    from tinyagent.tools.toolbox import toolset_sha256
+    from tinyagent.tools.specs import toolset_sha256
 
     return toolset_sha256(list(tools))

@@ -13,160 +13,27 @@ elided. Provider credential variables are removed from the command's environment
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import os
-import re
-import select
-import signal
 import stat
 import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tinyagent.defaults import DEFAULT_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT
+from tinyagent.errors import TinyAgentError
+from tinyagent.tools.capping import CappedOutput, cap_output
+from tinyagent.tools.process import collect, command_environment, kill_group
+from tinyagent.tools.specs import TOOL_SPECS
+from tinyagent.tools.text import clean_json_value, clean_text
 from tinyagent.types import ToolCall, ToolSpec
 
-DEFAULT_TOOL_TIMEOUT = 60.0
-DEFAULT_OUTPUT_CAP = 20_000  # bytes of tool output shown to the model
 MAX_READ_BYTES = 2 * 1024 * 1024  # files larger than this are refused by read_file/edit_file
-SCRUBBED_ENV = (
-    "OPENAI_API_KEY",
-    "OPENROUTER_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "CODEX_API_KEY",
-    "OLLAMA_API_KEY",
-)
-EXTRA_ENV = {
-    "PAGER": "cat",
-    "MANPAGER": "cat",
-    "GIT_PAGER": "cat",
-    "PIP_PROGRESS_BAR": "off",
-    "TQDM_DISABLE": "1",
-}
-
-TOOL_SPECS: tuple[ToolSpec, ...] = (
-    ToolSpec(
-        name="bash",
-        description=(
-            "Run a bash command in the working directory and return its exit code and combined "
-            "stdout/stderr. Each call runs in a fresh shell: `cd` and exported variables do not "
-            "persist between calls. Long output is truncated in the middle. Commands are killed "
-            "after the tool timeout."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {"command": {"type": "string", "description": "The bash command to run."}},
-            "required": ["command"],
-            "additionalProperties": False,
-        },
-    ),
-    ToolSpec(
-        name="read_file",
-        description=(
-            "Read a UTF-8 text file (path relative to the working directory). Optionally give a "
-            "1-based start line and a maximum number of lines."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line (1-based)."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines."},
-            },
-            "required": ["path"],
-            "additionalProperties": False,
-        },
-    ),
-    ToolSpec(
-        name="write_file",
-        description=(
-            "Create or overwrite a text file with the given content (path relative to the working "
-            "directory). Missing parent directories are created."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-            "required": ["path", "content"],
-            "additionalProperties": False,
-        },
-    ),
-    ToolSpec(
-        name="edit_file",
-        description=(
-            "Replace exactly one occurrence of old_text with new_text in a file. Fails without "
-            "changing the file if old_text is absent or occurs more than once; include more "
-            "surrounding context to make it unique."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "path": {"type": "string"},
-                "old_text": {"type": "string", "description": "Exact text to replace (non-empty)."},
-                "new_text": {"type": "string"},
-            },
-            "required": ["path", "old_text", "new_text"],
-            "additionalProperties": False,
-        },
-    ),
-    ToolSpec(
-        name="submit",
-        description=(
-            "Finish the task and hand back the final answer. Call it once the task is done; the run "
-            "ends and tool calls after it in the same turn are not executed."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {"answer": {"type": "string", "description": "The final answer for the user."}},
-            "required": ["answer"],
-            "additionalProperties": False,
-        },
-    ),
-)
 
 
-def toolset_sha256(specs: Sequence[ToolSpec]) -> str:
-    """SHA-256 of the canonical JSON (sorted keys, no whitespace) of the tool specs, in order."""
-    canonical = json.dumps(
-        [spec.model_dump(mode="json") for spec in specs],
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def clean_text(text: str) -> str:
-    """`text` with lone surrogates (decoded from JSON escapes like \\ud800) replaced by U+FFFD.
-
-    Such code points cannot be encoded as UTF-8, so they could neither be saved in the trajectory
-    nor passed to the OS as a path or command.
-    """
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-
-
-def clean_json_value(value: Any) -> Any:
-    """Apply `clean_text` to every string (keys included) of a decoded JSON value."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, list):
-        return [clean_json_value(item) for item in value]
-    if isinstance(value, dict):
-        return {clean_json_value(key): clean_json_value(item) for key, item in value.items()}
-    return value
-
-
-class ToolInfrastructureError(RuntimeError):
+class ToolInfrastructureError(TinyAgentError, RuntimeError):
     """The harness could not execute a tool at all (not the model's fault). Ends the run (ToolError)."""
 
 
@@ -181,53 +48,6 @@ class ToolResult:
     content: str
     is_error: bool = False
     submission: str | None = None  # set only by a successful submit
-
-
-def cap_output(data: bytes, cap: int) -> str:
-    """Decode output as UTF-8 (bad bytes replaced), keeping head and tail within `cap` bytes plus a marker."""
-    if len(data) <= cap:
-        return data.decode("utf-8", errors="replace")
-    head = cap // 2
-    tail = cap - head
-    elided = len(data) - head - tail
-    marker = f"\n[... {elided} bytes elided: output exceeded the {cap}-byte cap ...]\n"
-    return (
-        data[:head].decode("utf-8", errors="replace")
-        + marker
-        + data[len(data) - tail :].decode("utf-8", errors="replace")
-    )
-
-
-class _CappedOutput:
-    """Collects a command's output, keeping the first and last `cap` bytes and counting the total."""
-
-    def __init__(self, cap: int) -> None:
-        self._cap = cap
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def feed(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = self._cap - len(self.head)
-        if room > 0:
-            self.head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self.tail += chunk
-            if len(self.tail) > self._cap:
-                del self.tail[: len(self.tail) - self._cap]
-
-    def text(self) -> str:
-        kept = len(self.head) + len(self.tail)
-        if self.total <= kept:
-            return cap_output(bytes(self.head + self.tail), self._cap)
-        # Some middle bytes were never stored: rebuild head + tail with the true elided count.
-        head_part = bytes(self.head[: self._cap // 2])
-        tail_part = bytes(self.tail[len(self.tail) - (self._cap - self._cap // 2) :])
-        elided = self.total - len(head_part) - len(tail_part)
-        marker = f"\n[... {elided} bytes elided: output exceeded the {self._cap}-byte cap ...]\n"
-        return head_part.decode("utf-8", "replace") + marker + tail_part.decode("utf-8", "replace")
 
 
 class Toolbox:
@@ -286,7 +106,11 @@ class Toolbox:
         self._interrupted = True
         proc = self._proc
         if proc is not None:
-            _kill_group(proc)
+            kill_group(proc)
+
+    def _interrupt_requested(self) -> bool:
+        """Read afresh each time: `interrupt()` may run (from a signal handler) at any moment."""
+        return self._interrupted
 
     # -- argument helpers ---------------------------------------------------------------------
     @staticmethod
@@ -339,7 +163,7 @@ class Toolbox:
     # -- tools ----------------------------------------------------------------------------------
     def _bash(self, arguments: dict[str, Any]) -> ToolResult:
         command = self._str(arguments, "command", allow_empty=False)
-        env = _command_environment()
+        env = command_environment()
         if self._interrupted:
             return ToolResult("error: not executed: the run was interrupted", True)
         try:
@@ -355,17 +179,17 @@ class Toolbox:
         except OSError as exc:
             raise ToolInfrastructureError(f"cannot start bash: {exc.strerror or exc}") from exc
         self._proc = proc
-        if self._interrupted:  # a signal arrived while the process was starting
-            _kill_group(proc)
-        output_buffer = _CappedOutput(self.output_cap)
+        if self._interrupt_requested():  # a signal arrived while the process was starting
+            kill_group(proc)
+        output_buffer = CappedOutput(self.output_cap)
         try:
-            timed_out, lingering = _collect(proc, output_buffer, self.timeout)
+            timed_out, lingering = collect(proc, output_buffer, self.timeout)
         finally:
             self._proc = None
             if proc.stdout is not None:
                 proc.stdout.close()
         output = output_buffer.text()
-        if self._interrupted:
+        if self._interrupt_requested():
             return ToolResult(f"error: command interrupted; process group killed\n{output}", True)
         if timed_out:
             return ToolResult(
@@ -418,102 +242,3 @@ class Toolbox:
     def _submit(self, arguments: dict[str, Any]) -> ToolResult:
         answer = self._str(arguments, "answer")
         return ToolResult("submitted", submission=answer)
-
-
-LINGER_GRACE_S = 2.0  # how long output may stay open after the command exited (background children)
-
-
-def _collect(proc: subprocess.Popen[bytes], output: _CappedOutput, timeout: float) -> tuple[bool, bool]:
-    """Read `proc`'s output and wait for it to exit, in this thread; returns (timed_out, lingering).
-
-    One poll loop watches the output pipe and (on Linux) a pidfd, so there is no reader thread and
-    no polling delay. The command must exit within `timeout` seconds (<= 0: no limit), else its
-    process group is killed. Output still held open LINGER_GRACE_S after the exit (background
-    children) gets the group killed too (`lingering`), and at most one more grace period to end.
-    """
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    try:
-        pidfd: int | None = os.pidfd_open(proc.pid)  # type: ignore[attr-defined]
-    except (AttributeError, OSError):
-        pidfd = None
-    if pidfd is not None:
-        poller.register(pidfd, select.POLLIN)
-    deadline = time.monotonic() + timeout if timeout > 0 else None
-    grace: float | None = None
-    timed_out = lingering = eof = exited = False
-    try:
-        while not (eof and exited):
-            now = time.monotonic()
-            if not exited:
-                if deadline is not None and now >= deadline:
-                    timed_out = True
-                    _kill_group(proc)
-                    proc.wait()
-                    exited = True
-                    continue
-                wait_until = deadline
-            else:
-                if grace is None:
-                    grace = now + LINGER_GRACE_S
-                if now >= grace:
-                    if lingering:
-                        break
-                    lingering = True  # background children still hold the pipe: stop them
-                    _kill_group(proc)
-                    grace = now + LINGER_GRACE_S
-                wait_until = grace
-            wait_ms = -1 if wait_until is None else max(1, math.ceil((wait_until - now) * 1000))
-            if pidfd is None and not exited:
-                wait_ms = 50 if wait_ms < 0 else min(wait_ms, 50)  # no pidfd: check the exit now and then
-            for ready, _event in poller.poll(wait_ms):
-                if ready == fd:
-                    chunk = os.read(fd, 65536)
-                    if chunk:
-                        output.feed(chunk)
-                    else:
-                        eof = True
-                        poller.unregister(fd)
-                        if not exited and proc.poll() is not None:  # usually gone already: skip a poll
-                            exited = True
-                            if pidfd is not None:
-                                poller.unregister(pidfd)
-                elif ready == pidfd and not exited:
-                    proc.wait()
-                    exited = True
-                    poller.unregister(pidfd)
-            if pidfd is None and not exited and proc.poll() is not None:
-                exited = True
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
-    if not exited:
-        proc.wait()
-    return timed_out, lingering
-
-
-_SCRUBBED_ENV_B = frozenset(os.fsencode(name) for name in SCRUBBED_ENV)
-_EXTRA_ENV_B = {os.fsencode(k): os.fsencode(v) for k, v in EXTRA_ENV.items()}
-
-
-def _command_environment() -> dict[Any, Any]:
-    """This process's environment minus provider credentials, plus EXTRA_ENV, read now.
-
-    Taken as bytes where the platform keeps them (no decode here, no re-encode in Popen).
-    """
-    if os.supports_bytes_environ:
-        env: dict[Any, Any] = {k: v for k, v in os.environb.items() if k not in _SCRUBBED_ENV_B}
-        env.update(_EXTRA_ENV_B)
-        return env
-    env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
-    env.update(EXTRA_ENV)
-    return env
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
