@@ -48,6 +48,14 @@ def _tool_results(provider: str, body: dict) -> list[str]:
     return [message["content"] for message in body["messages"] if message["role"] == "tool"]
 
 
+def _argv(provider: str, base_url: str, work: Path, out: Path, *extra: str) -> list[str]:
+    """The command line of one run of TASK against ``base_url``."""
+    return [
+        "-t", TASK, "--provider", provider, "-m", MODELS[provider], "--base-url", base_url,
+        "--cwd", str(work), "-o", str(out), *extra,
+    ]  # fmt: skip
+
+
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_create_hello_txt_end_to_end(tmp_path: Path, provider: str, stream: bool) -> None:
@@ -68,21 +76,7 @@ def test_create_hello_txt_end_to_end(tmp_path: Path, provider: str, stream: bool
         env = hermetic_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
         out = tmp_path / "run.json"
         result = run_cli(
-            [
-                "-t",
-                TASK,
-                "--provider",
-                provider,
-                "-m",
-                MODELS[provider],
-                "--base-url",
-                stub.base_url(provider),
-                "--cwd",
-                str(work),
-                "-o",
-                str(out),
-                "--stream" if stream else "--no-stream",
-            ],
+            _argv(provider, stub.base_url(provider), work, out, "--stream" if stream else "--no-stream"),
             cwd=tmp_path,
             env=env,
         )
@@ -118,25 +112,7 @@ def _start(tmp_path: Path, provider: str, base_url: str, *extra: str) -> tuple[s
     work.mkdir(exist_ok=True)
     out = tmp_path / "run.json"
     env = hermetic_env(tmp_path, {KEYS[provider]: "test-key"} if KEYS[provider] else None)
-    proc = start_cli(
-        [
-            "-t",
-            TASK,
-            "--provider",
-            provider,
-            "-m",
-            MODELS[provider],
-            "--base-url",
-            base_url,
-            "--cwd",
-            str(work),
-            "-o",
-            str(out),
-            *extra,
-        ],
-        cwd=tmp_path,
-        env=env,
-    )
+    proc = start_cli(_argv(provider, base_url, work, out, *extra), cwd=tmp_path, env=env)
     return proc, out
 
 
