@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from graymatter import Memory
 from graymatter.engine.access import (
     Principal,
-    SQLiteTokenStore,
     TokenService,
     bind_principal,
     parse_agents,
@@ -20,6 +19,7 @@ from graymatter.engine.access import (
 )
 from graymatter.engine.scoped import ScopedMemory
 from graymatter.errors import AccessDenied, InvalidToken, NoCheckpoint
+from graymatter.store.sqlite.tokens import SQLiteTokenStore
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from graymatter import Memory
-from graymatter.engine.access import SQLiteTokenStore, TokenService
+from graymatter.engine.access import TokenService
 from graymatter.store import open_store
+from graymatter.store.sqlite.tokens import SQLiteTokenStore
 from support.env import hermetic_env
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(180)]

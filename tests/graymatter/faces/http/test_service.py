@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from graymatter import Memory
-from graymatter.engine.access import TokenService, open_token_store
+from graymatter.engine.access import TokenService
 from graymatter.faces.http.app import ServiceConfig, build_app
 from graymatter.faces.http.openapi import openapi_document
 from support.env import hermetic_env
@@ -41,7 +41,7 @@ def memory(tmp_path: Path) -> Any:
 
 
 def app_for(memory: Any, **config: Any) -> Any:
-    tokens = TokenService(open_token_store(memory.store), default_token=TOKEN)
+    tokens = TokenService(memory.store.token_store(), default_token=TOKEN)
     return build_app(memory, tokens, ServiceConfig(mcp=False, **config))
 
 

@@ -19,11 +19,11 @@ BACKENDS = ["sqlite", "postgres"]
 
 def _open(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
     if backend == "sqlite":
-        from graymatter.store.sqlite.store import SQLiteStore
+        from graymatter.store.sqlite import SQLiteStore
 
         return SQLiteStore(tmp_path / f"store-{len(list(tmp_path.iterdir()))}")
     if backend == "postgres":
-        from graymatter.store.postgres.store import PostgresStore
+        from graymatter.store.postgres import PostgresStore
         from support.pgserver import start_cluster
 
         return PostgresStore(start_cluster().create_database())

@@ -18,7 +18,7 @@ from graymatter.ids import new_ulid
 from graymatter.models import Fact
 from graymatter.retrieval.query import query_terms
 from graymatter.store.postgres.store import PostgresStore
-from graymatter.store.sqlite.store import SQLiteStore
+from graymatter.store.sqlite import SQLiteStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 

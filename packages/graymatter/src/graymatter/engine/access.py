@@ -28,44 +28,22 @@ import contextlib
 import contextvars
 import hashlib
 import hmac
-import os
 import re
 import secrets
-import sqlite3
-import threading
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from graymatter.errors import AccessDenied, InvalidToken
+from graymatter.store.tokens import AccessMode, TokenRecord, TokenStore
 
 ALL_AGENTS = "*"
 TOKEN_PREFIX = "gm_"
 DEFAULT_TOKEN_ID = "default"
 _HASH_DOMAIN = "graymatter-token-v1"
 _TOKEN_RE = re.compile(r"^gm_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
-
-AccessMode = Literal["read", "read-write"]
-
-
-class TokenRecord(BaseModel):
-    """A stored token as listed by ``graymatter token list`` (never contains the secret)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(description="Public token id (16 hex chars); recorded as provenance of writes.")
-    label: str = Field(default="", description="Free-form note given at creation.")
-    agents: list[str] = Field(description='Agent namespaces this token may use; ["*"] means all.')
-    access: AccessMode = Field(description="read: recall/list/checkpoint reads; read-write: also writes.")
-    created_at: datetime
-    revoked_at: datetime | None = None
-
-    @property
-    def active(self) -> bool:
-        return self.revoked_at is None
 
 
 class Principal(BaseModel):
@@ -130,172 +108,6 @@ def split_token(presented: str) -> tuple[str, str] | None:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-# --------------------------------------------------------------------------------------------- storage
-
-
-class TokenStore(Protocol):
-    """Persistence for token records and their verifiers."""
-
-    def insert(self, record: TokenRecord, token_hash: str) -> None: ...
-
-    def lookup(self, token_id: str) -> tuple[TokenRecord, str] | None: ...
-
-    def list(self) -> list[TokenRecord]: ...
-
-    def revoke(self, token_id: str) -> bool: ...
-
-    def close(self) -> None: ...
-
-
-def _row_to_record(row: tuple[Any, ...]) -> tuple[TokenRecord, str]:
-    token_id, label, agents, access, created_at, revoked_at, token_hash = row
-    if isinstance(created_at, str):
-        created_at = datetime.fromisoformat(created_at)
-    if isinstance(revoked_at, str):
-        revoked_at = datetime.fromisoformat(revoked_at)
-    created_at = created_at.astimezone(UTC)
-    revoked_at = revoked_at.astimezone(UTC) if revoked_at is not None else None
-    agent_list = agents.split("\n") if isinstance(agents, str) else list(agents)
-    record = TokenRecord(
-        id=token_id,
-        label=label,
-        agents=agent_list,
-        access=access,
-        created_at=created_at,
-        revoked_at=revoked_at,
-    )
-    return record, token_hash
-
-
-class SQLiteTokenStore:
-    """Tokens of an embedded store: ``<dir>/tokens.db`` (0600), safe for many processes."""
-
-    _SCHEMA = """
-        CREATE TABLE IF NOT EXISTS gm_tokens (
-            id TEXT PRIMARY KEY,
-            label TEXT NOT NULL DEFAULT '',
-            agents TEXT NOT NULL,
-            access TEXT NOT NULL CHECK (access IN ('read', 'read-write')),
-            created_at TEXT NOT NULL,
-            revoked_at TEXT,
-            token_hash TEXT NOT NULL
-        )
-    """
-
-    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
-        self.path = Path(data_dir) / "tokens.db"
-        self._local = threading.local()
-
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not self.path.exists():
-                fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
-                os.close(fd)
-            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA busy_timeout = 30000")
-            conn.execute(self._SCHEMA)
-            self._local.conn = conn
-        return conn
-
-    def insert(self, record: TokenRecord, token_hash: str) -> None:
-        self._conn().execute(
-            "INSERT INTO gm_tokens (id, label, agents, access, created_at, revoked_at, token_hash)"
-            " VALUES (?, ?, ?, ?, ?, NULL, ?)",
-            (
-                record.id,
-                record.label,
-                "\n".join(record.agents),
-                record.access,
-                record.created_at.isoformat(),
-                token_hash,
-            ),
-        )
-
-    def lookup(self, token_id: str) -> tuple[TokenRecord, str] | None:
-        if not self.path.exists():
-            return None
-        row = (
-            self._conn()
-            .execute(
-                "SELECT id, label, agents, access, created_at, revoked_at, token_hash"
-                " FROM gm_tokens WHERE id = ?",
-                (token_id,),
-            )
-            .fetchone()
-        )
-        return _row_to_record(row) if row else None
-
-    def list(self) -> list[TokenRecord]:
-        if not self.path.exists():
-            return []
-        rows = (
-            self._conn()
-            .execute(
-                "SELECT id, label, agents, access, created_at, revoked_at, token_hash"
-                " FROM gm_tokens ORDER BY created_at, id"
-            )
-            .fetchall()
-        )
-        return [_row_to_record(row)[0] for row in rows]
-
-    def revoke(self, token_id: str) -> bool:
-        cur = self._conn().execute(
-            "UPDATE gm_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
-            (_now().isoformat(), token_id),
-        )
-        return cur.rowcount == 1
-
-    def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
-
-
-class PostgresTokenStore:
-    """Tokens in the ``gm_tokens`` table of a PostgreSQL store (created by its schema migrations)."""
-
-    def __init__(self, pool: Any) -> None:
-        self._pool = pool
-
-    def insert(self, record: TokenRecord, token_hash: str) -> None:
-        with self._pool.connection() as conn:
-            conn.execute(
-                "INSERT INTO gm_tokens (id, label, agents, access, created_at, token_hash)"
-                " VALUES (%s, %s, %s, %s, %s, %s)",
-                (record.id, record.label, record.agents, record.access, record.created_at, token_hash),
-            )
-
-    def lookup(self, token_id: str) -> tuple[TokenRecord, str] | None:
-        with self._pool.connection() as conn:
-            row = conn.execute(
-                "SELECT id, label, agents, access, created_at, revoked_at, token_hash"
-                " FROM gm_tokens WHERE id = %s",
-                (token_id,),
-            ).fetchone()
-        return _row_to_record(row) if row else None
-
-    def list(self) -> list[TokenRecord]:
-        with self._pool.connection() as conn:
-            rows = conn.execute(
-                "SELECT id, label, agents, access, created_at, revoked_at, token_hash"
-                " FROM gm_tokens ORDER BY created_at, id"
-            ).fetchall()
-        return [_row_to_record(row)[0] for row in rows]
-
-    def revoke(self, token_id: str) -> bool:
-        with self._pool.connection() as conn:
-            cur = conn.execute(
-                "UPDATE gm_tokens SET revoked_at = now() WHERE id = %s AND revoked_at IS NULL", (token_id,)
-            )
-            return cur.rowcount == 1
-
-    def close(self) -> None:
-        """The pool belongs to the PostgresStore; nothing to release here."""
 
 
 # --------------------------------------------------------------------------------------------- service
@@ -379,20 +191,6 @@ class TokenService:
         if not hmac.compare_digest(hash_secret(token_id, secret), stored_hash) or not record.active:
             return None
         return Principal(token_id=record.id, agents=frozenset(record.agents), access=record.access)
-
-
-def open_token_store(store: Any) -> TokenStore:
-    """The token store that belongs to an opened graymatter store (SQLite data dir or PostgreSQL pool)."""
-    pool = getattr(store, "pool", None)
-    if pool is not None:
-        return PostgresTokenStore(pool)
-    data_dir = getattr(store, "data_dir", None) or getattr(store, "directory", None)
-    if data_dir is None:
-        path = getattr(store, "path", None)
-        if path is None:
-            raise TypeError(f"cannot locate a token store for {type(store).__name__}")
-        data_dir = Path(path).parent
-    return SQLiteTokenStore(data_dir)
 
 
 # --------------------------------------------------------------------------------------------- enforcement

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from graymatter.engine.access import SQLiteTokenStore, TokenStore, open_token_store
 from graymatter.errors import InvalidInput
 from graymatter.models import Checkpoint, Fact, Link
 from graymatter.store import Store, open_store
+from graymatter.store.tokens import TokenStore
 
 BATCH = 2000
 
@@ -91,7 +91,7 @@ def migrate(
     try:
         target = open_store(target_url)
         try:
-            source_tokens, target_tokens = open_token_store(source), open_token_store(target)
+            source_tokens, target_tokens = source.token_store(), target.token_store()
             if not _is_empty(target, target_tokens):
                 raise InvalidInput(
                     f"the target store {target.url} is not empty; migrate only into a new, empty store "
@@ -114,9 +114,7 @@ def migrate(
             for record in token_records:
                 found = source_tokens.lookup(record.id)
                 if found is not None:
-                    target_tokens.insert(found[0], found[1])
-                    if found[0].revoked_at is not None:
-                        _copy_revocation(target_tokens, found[0])
+                    target_tokens.insert(*found)  # as stored: a revoked token stays revoked, at its time
             say("verifying counts and checksums")
             kinds = [
                 _compare("facts", _canonical(facts), _canonical(_facts(target))),
@@ -131,18 +129,6 @@ def migrate(
             target.close()
     finally:
         source.close()
-
-
-def _copy_revocation(tokens: TokenStore, record: Any) -> None:
-    """Carry a revocation over with its original timestamp."""
-    if isinstance(tokens, SQLiteTokenStore):
-        tokens._conn().execute(
-            "UPDATE gm_tokens SET revoked_at = ? WHERE id = ?", (record.revoked_at.isoformat(), record.id)
-        )
-        return
-    pool = tokens._pool  # type: ignore[attr-defined]
-    with pool.connection() as conn:
-        conn.execute("UPDATE gm_tokens SET revoked_at = %s WHERE id = %s", (record.revoked_at, record.id))
 
 
 def _compare(kind: str, source_lines: Iterable[str], target_lines: Iterable[str]) -> KindReport:

@@ -16,19 +16,21 @@ def open_store(url_or_dir: str | os.PathLike[str]) -> Store:
     """Open a store.
 
     * a directory path, or ``sqlite:///path/to/dir``: the embedded SQLite store in that directory;
-    * ``postgresql://...`` / ``postgres://...``: the PostgreSQL store (``graymatter.store.postgres.store``).
+    * ``postgresql://...`` / ``postgres://...``: the PostgreSQL store (``graymatter.store.postgres``,
+      imported only then, with its driver).
     """
     target = os.fspath(url_or_dir)
     if not target.strip():
         raise InvalidInput("store location is empty; pass a directory or a postgresql:// URL")
     if target.startswith(("postgresql://", "postgres://")):
         try:
-            module = importlib.import_module("graymatter.store.postgres.store")
+            postgres = importlib.import_module("graymatter.store.postgres")
         except ModuleNotFoundError as exc:
-            if exc.name in ("graymatter.store.postgres.store", "psycopg"):
+            if exc.name in ("graymatter.store.postgres", "psycopg"):
                 raise StoreUnavailable(f"PostgreSQL support is not available ({exc.name} missing)") from None
             raise
-        return module.PostgresStore(target)
+        store: Store = postgres.PostgresStore(target)
+        return store
     if target.startswith("sqlite://"):
         target = target[len("sqlite://") :]
         if not target:
@@ -38,6 +40,6 @@ def open_store(url_or_dir: str | os.PathLike[str]) -> Store:
         raise InvalidInput(
             f"unsupported store URL scheme {scheme!r}; use a directory, sqlite:// or postgresql://"
         )
-    from graymatter.store.sqlite.store import SQLiteStore
+    from graymatter.store.sqlite import SQLiteStore
 
     return SQLiteStore(Path(target))

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from graymatter.models import Checkpoint, Fact, Link, MemoryStats
+from graymatter.store.tokens import TokenStore
 
 Vector = Sequence[float]
 
@@ -42,12 +43,22 @@ class Store(Protocol):
     """A human-readable location of the store (never contains credentials)."""
 
     @property
+    def kind(self) -> str:
+        """The backend: ``sqlite`` or ``postgresql``."""
+
+    @property
     def data_dir(self) -> Path | None:
         """The store's directory when it is embedded (SQLite), else ``None``."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:
         """Release connections. Idempotent."""
+
+    def ping(self) -> None:
+        """Round-trip the database (readiness probe); raises a GraymatterError when it does not answer."""
+
+    def token_store(self) -> TokenStore:
+        """The scoped-token storage that lives next to this store's data."""
 
     # -- facts -------------------------------------------------------------------------------------
     def add_facts(
@@ -79,6 +90,10 @@ class Store(Protocol):
         kinds: Sequence[str] = ("fact",),
     ) -> list[Fact]:
         """Facts of one agent (or all agents when ``None``), oldest first."""
+
+    def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
+        """The newest ``limit`` facts of kind ``fact`` of one agent, newest first (``created_at``, then id
+        descending): the listing :meth:`list_facts` gives, reversed and cut, without reading everything."""
 
     def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
         """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""

@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, get_args
 
+from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import Fact, Interface, Provenance
 from graymatter.store.rows import Dialect
 
 T = TypeVar("T")
 
-CONFIDENCE_CODE = {"unverified": -1, "inferred": 0, "verified": 1}
 _KINDS = ("fact", "alias")
 _INTERFACES = frozenset(get_args(Interface))
 _PROVENANCE_CACHE: dict[str, Provenance] = {}
@@ -126,7 +126,7 @@ _construct_fact = _pick_fact_constructor()
 def decode_fact(row: Sequence[Any]) -> Fact:
     """Decode a trusted row without re-validation (hot path); malformed rows raise CorruptRecord."""
     try:
-        if row[3] not in _KINDS or row[12] not in CONFIDENCE_CODE:
+        if row[3] not in _KINDS or row[12] not in CONFIDENCE_LEVELS:
             raise ValueError("unknown kind or confidence label")
         equivalents = json.loads(row[4]) if row[4] else []
         if not isinstance(equivalents, list):

@@ -7,13 +7,14 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import Fact
 from graymatter.numeric import load_numpy
 from graymatter.store.base import ScoredId, Vector
 from graymatter.store.rows import FACT_COLUMNS
 from graymatter.store.sqlite.connection import SQLiteConnections
-from graymatter.store.sqlite.rows import CONFIDENCE_CODE, chunks, decode_fact, placeholders
+from graymatter.store.sqlite.rows import chunks, decode_fact, placeholders
 
 
 class VectorCache:
@@ -52,7 +53,7 @@ def put_vector(c: sqlite3.Connection, rowid: int, fact: Fact, vector: Vector) ->
         array = array / norm
     c.execute(
         "INSERT OR REPLACE INTO vectors(fact_rowid, agent_id, confidence, vec) VALUES (?,?,?,?)",
-        (rowid, fact.agent_id, CONFIDENCE_CODE.get(fact.confidence, 0), array.tobytes()),
+        (rowid, fact.agent_id, CONFIDENCE_LEVELS.get(fact.confidence, 0), array.tobytes()),
     )
 
 
@@ -182,7 +183,7 @@ class SQLiteVectors(SQLiteConnections):
             return []
         q = q / norm
         allowed = (
-            None if confidences is None else np.array([CONFIDENCE_CODE[c] for c in confidences], np.int8)
+            None if confidences is None else np.array([CONFIDENCE_LEVELS[c] for c in confidences], np.int8)
         )
 
         def work(c: sqlite3.Connection) -> list[ScoredId]:

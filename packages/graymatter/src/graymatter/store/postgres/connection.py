@@ -1,0 +1,133 @@
+"""The PostgreSQL connection pool: fail-fast connect, pooled transactions with retries, error translation."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import re
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from graymatter.errors import InvalidInput, StorageError, StoreUnavailable
+
+T = TypeVar("T")
+
+_RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (safe for logs, errors and ``Store.url``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "postgresql://(unparseable URL)"
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[-1]}"))
+
+
+def brief(exc: BaseException) -> str:
+    """One line describing a driver error, without connection secrets."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None) if diag is not None else None
+    lines = str(exc).strip().splitlines()
+    text = primary or (lines[0] if lines else type(exc).__name__)
+    return re.sub(r"password=\S+", "password=***", text)
+
+
+def _open_pool(dsn: str, url: str, min_size: int, max_size: int, timeout: float) -> ConnectionPool[Any]:
+    try:  # one direct attempt first: a wrong URL fails fast, with the server's reason, on one line
+        psycopg.connect(dsn, connect_timeout=max(1, int(timeout)), autocommit=True).close()
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot connect to PostgreSQL at {url}: {brief(exc)}") from None
+    logging.getLogger("psycopg.pool").setLevel(logging.ERROR)  # pool reconnect chatter is not for users
+    try:
+        pool: ConnectionPool[Any] = ConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=timeout,
+            kwargs={"autocommit": True},
+            open=False,
+            name="graymatter",
+        )
+        pool.open(wait=True, timeout=timeout)
+    except PoolTimeout:
+        raise StoreUnavailable(
+            f"cannot connect to PostgreSQL at {url} within {timeout:.0f} s; check the URL, "
+            "that the server is running and that it accepts this user"
+        ) from None
+    except psycopg.Error as exc:
+        raise StoreUnavailable(f"cannot connect to PostgreSQL at {url}: {brief(exc)}") from None
+    return pool
+
+
+class PostgresConnections:
+    """One connection pool per store; every call runs on a pooled connection, writes in one transaction."""
+
+    def __init__(self, url: str, *, min_size: int, max_size: int, timeout: float) -> None:
+        self._dsn = url.replace("postgres://", "postgresql://", 1) if url.startswith("postgres://") else url
+        self.url = redact_url(self._dsn)
+        self._closed = False
+        self.pool = _open_pool(self._dsn, self.url, min_size, max_size, timeout)
+
+    def close(self) -> None:
+        """Close the pool (waits for connections in use to be returned). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(Exception):
+            self.pool.close()
+
+    def ping(self) -> None:
+        """Round-trip the database (readiness probe); raises StoreUnavailable when it does not answer."""
+        self._read(lambda c: c.execute("SELECT 1 FROM gm_meta LIMIT 1").fetchall())
+
+    def _attempt(self, work: Callable[[psycopg.Connection[Any]], T], write: bool) -> T:
+        try:
+            with self.pool.connection() as conn:
+                if write:
+                    with conn.transaction():
+                        return work(conn)
+                return work(conn)
+        except PoolTimeout:
+            raise StoreUnavailable(
+                f"no PostgreSQL connection available from {self.url} (pool timeout)"
+            ) from None
+
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, write: bool) -> T:
+        if self._closed:
+            raise StorageError("the store is closed")
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return self._attempt(work, write)
+            except psycopg.OperationalError as exc:
+                if exc.sqlstate in _RETRYABLE_SQLSTATES and attempts < 8:
+                    time.sleep(0.005 * attempts * (0.5 + random.random()))
+                    continue
+                if exc.sqlstate is None and attempts < 3 and not write:
+                    continue  # a read on a lost connection is safe to repeat; a write's commit is uncertain
+                raise StoreUnavailable(f"PostgreSQL at {self.url} failed: {brief(exc)}") from None
+            except psycopg.errors.DataError as exc:
+                raise InvalidInput(f"value refused by PostgreSQL: {brief(exc)}") from None
+            except psycopg.Error as exc:
+                if exc.sqlstate in _RETRYABLE_SQLSTATES and attempts < 8:
+                    time.sleep(0.005 * attempts * (0.5 + random.random()))
+                    continue
+                raise StorageError(f"PostgreSQL at {self.url} failed: {brief(exc)}") from None
+
+    def _write(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        return self._run(work, write=True)
+
+    def _read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        return self._run(work, write=False)

@@ -1,0 +1,149 @@
+"""PostgreSQL fact writes: conditional tombstones, pins, access counts and pruning, each one transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from graymatter.models import Fact
+from graymatter.store.base import Vector
+from graymatter.store.fts import FtsTokenizer
+from graymatter.store.postgres.fulltext import insert_facts, unindex
+from graymatter.store.postgres.rows import current_model
+from graymatter.store.postgres.vectors import PostgresVectors
+from graymatter.store.rows import EMBED_DONE, embed_state
+
+
+class PostgresFactWrites(PostgresVectors):
+    """The fact-writing half of the PostgreSQL store (mixed into :class:`PostgresStore`)."""
+
+    _tokenizer: FtsTokenizer
+
+    def add_facts(
+        self,
+        facts: Sequence[Fact],
+        vectors: Sequence[Vector | None] | None = None,
+        embedding_model: str | None = None,
+    ) -> None:
+        """Insert new facts (ids must be new) with optional vectors made by ``embedding_model``."""
+        aligned = list(vectors) if vectors is not None else [None] * len(facts)
+        if len(aligned) != len(facts):
+            raise ValueError("vectors must align with facts")
+        if not facts:
+            return
+
+        def work(c: psycopg.Connection[Any]) -> None:
+            model = current_model(c)
+            states = []
+            usable: list[tuple[Fact, Vector]] = []
+            for fact, vector in zip(facts, aligned, strict=True):
+                state = embed_state(fact, model, vector is not None and embedding_model == model)
+                states.append(state)
+                if state == EMBED_DONE and vector is not None:
+                    usable.append((fact, vector))
+            insert_facts(c, self._tokenizer, facts, states)
+            self._put_vectors(c, usable)
+
+        self._write(work)
+
+    def import_facts(self, facts: Sequence[Fact]) -> tuple[int, int]:
+        """Insert facts whose ids are unknown, skip the others; return ``(added, skipped)``."""
+
+        def work(c: psycopg.Connection[Any]) -> tuple[int, int]:
+            model = current_model(c)
+            ids = [f.id for f in facts]
+            known = {r[0] for r in c.execute("SELECT id FROM gm_facts WHERE id = ANY(%s)", (ids,)).fetchall()}
+            fresh = [f for f in dict((f.id, f) for f in facts).values() if f.id not in known]
+            insert_facts(c, self._tokenizer, fresh, [embed_state(f, model, False) for f in fresh])
+            return len(fresh), len(facts) - len(fresh)
+
+        return self._write(work) if facts else (0, 0)
+
+    def supersede(self, fact_ids: Sequence[str], superseded_by: str) -> list[str]:
+        """Tombstone the live facts among ``fact_ids``; return the ids actually tombstoned."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return []
+
+        def work(c: psycopg.Connection[Any]) -> list[str]:
+            rows = c.execute(
+                "UPDATE gm_facts SET superseded_by = %s, embed_state = 0 "
+                "WHERE id = ANY(%s) AND superseded_by IS NULL RETURNING id",
+                (superseded_by, ids),
+            ).fetchall()
+            changed = {r[0] for r in rows}
+            unindex(c, sorted(changed))
+            return [i for i in ids if i in changed]
+
+        return self._write(work)
+
+    def set_pinned(self, fact_ids: Sequence[str], pinned: bool, at: datetime) -> list[str]:
+        """Pin or unpin live facts; return the ids changed."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return []
+
+        def work(c: psycopg.Connection[Any]) -> list[str]:
+            rows = c.execute(
+                "UPDATE gm_facts SET pinned = %s, pinned_at = %s"
+                " WHERE id = ANY(%s) AND superseded_by IS NULL AND pinned <> %s RETURNING id",
+                (pinned, at if pinned else None, ids, pinned),
+            ).fetchall()
+            changed = {r[0] for r in rows}
+            return [i for i in ids if i in changed]
+
+        return self._write(work)
+
+    def record_access(self, fact_ids: Sequence[str], at: datetime) -> None:
+        """One write: ``access_count += 1`` and ``accessed_at = at`` for the live facts given."""
+        ids = sorted(set(fact_ids))
+        if not ids:
+            return
+        self._write(
+            lambda c: c.execute(
+                "UPDATE gm_facts SET access_count = access_count + 1,"
+                " accessed_at = greatest(accessed_at, %s) "
+                "WHERE id IN (SELECT id FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL "
+                "ORDER BY id FOR UPDATE)",
+                (at, ids),
+            )
+        )
+
+    def update_weights(self, weights: dict[str, float]) -> int:
+        """Set decayed weights (only ever lowered by callers); return the number of rows changed."""
+        if not weights:
+            return 0
+        items = sorted(weights.items())
+
+        def work(c: psycopg.Connection[Any]) -> int:
+            cur = c.execute(
+                "UPDATE gm_facts f SET weight = u.w FROM unnest(%s::text[], %s::float8[]) AS u(id, w) "
+                "WHERE f.id = u.id AND f.weight > u.w",
+                ([i for i, _ in items], [w for _, w in items]),
+            )
+            return cur.rowcount
+
+        return self._write(work)
+
+    def delete_facts(self, fact_ids: Sequence[str]) -> list[str]:
+        """Hard-delete unpinned facts (pruning is the only caller); return the ids deleted."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return []
+
+        def work(c: psycopg.Connection[Any]) -> list[str]:
+            locked = [
+                r[0]
+                for r in c.execute(
+                    "SELECT id FROM gm_facts WHERE id = ANY(%s) AND NOT pinned ORDER BY id FOR UPDATE", (ids,)
+                ).fetchall()
+            ]
+            unindex(c, locked)
+            c.execute("DELETE FROM gm_facts WHERE id = ANY(%s)", (locked,))
+            present = set(locked)
+            return [i for i in ids if i in present]
+
+        return self._write(work)

@@ -1,0 +1,118 @@
+"""PostgreSQL full-text bookkeeping: facts inserted with their stems, postings and sharded BM25 statistics."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from graymatter.errors import InvalidInput
+from graymatter.models import Fact
+from graymatter.store.fts import FtsTokenizer
+from graymatter.store.postgres.rows import DIALECT
+from graymatter.store.postgres.schema import STAT_SHARDS
+from graymatter.store.postgres.tokenizer import clip_lexeme, tsvector_literal
+from graymatter.store.rows import FACT_COLUMNS, fact_values
+
+Posting = tuple[str, str, str, int, int, datetime, str]
+
+
+def adjust_stats(c: psycopg.Connection[Any], terms: Counter[str], docs: int, tokens: int) -> None:
+    """Add (or subtract) document frequencies and totals, on one random shard, in lock order."""
+    if not docs:
+        return
+    shard = random.randrange(STAT_SHARDS)
+    items = sorted((term, df) for term, df in terms.items() if df)
+    if items:
+        c.execute(
+            "INSERT INTO gm_terms (term, shard, df) SELECT t, %s, d"
+            " FROM unnest(%s::text[], %s::bigint[]) AS u(t, d) ORDER BY t"
+            " ON CONFLICT (term, shard) DO UPDATE SET df = gm_terms.df + EXCLUDED.df",
+            (shard, [t for t, _ in items], [d for _, d in items]),
+        )
+    c.execute(
+        "UPDATE gm_fts_stats SET docs = docs + %s, tokens = tokens + %s WHERE shard = %s",
+        (docs, tokens, shard),
+    )
+
+
+def unindex(c: psycopg.Connection[Any], fact_ids: Sequence[str]) -> None:
+    """Remove the full-text entries of the given (locked) facts and their vectors."""
+    if not fact_ids:
+        return
+    rows = c.execute(
+        "SELECT id, agent_id, tsvector_to_array(tsv), doc_len FROM gm_facts"
+        " WHERE id = ANY(%s) AND tsv IS NOT NULL",
+        (list(fact_ids),),
+    ).fetchall()
+    terms: Counter[str] = Counter()
+    tokens = 0
+    postings: list[tuple[str, str, str]] = []
+    for fact_id, agent_id, lexemes, doc_len in rows:
+        for lexeme in lexemes:
+            terms[lexeme] -= 1
+            postings.append((lexeme, agent_id, fact_id))
+        tokens -= doc_len
+    postings.sort()
+    c.execute(
+        "DELETE FROM gm_postings p USING unnest(%s::text[], %s::text[], %s::text[]) AS u(t, a, f)"
+        " WHERE p.term = u.t AND p.agent_id = u.a AND p.fact_id = u.f",
+        ([p[0] for p in postings], [p[1] for p in postings], [p[2] for p in postings]),
+    )
+    c.execute(
+        "UPDATE gm_facts SET tsv = NULL, doc_len = 0 WHERE id = ANY(%s) AND tsv IS NOT NULL",
+        (list(fact_ids),),
+    )
+    c.execute("DELETE FROM gm_vectors WHERE fact_id = ANY(%s)", (list(fact_ids),))
+    adjust_stats(c, terms, -len(rows), tokens)
+
+
+def _copy(c: psycopg.Connection[Any], rows: list[tuple[Any, ...]], postings: list[Posting]) -> None:
+    """COPY: the bulk path (ids are new, so plain inserts; one round trip per table)."""
+    with c.cursor() as cur:
+        with cur.copy(f"COPY gm_facts ({FACT_COLUMNS}, embed_state, tsv, doc_len) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        if postings:
+            with cur.copy(
+                "COPY gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence) FROM STDIN"
+            ) as copy:
+                for posting in postings:
+                    copy.write_row(posting)
+
+
+def insert_facts(
+    c: psycopg.Connection[Any], tokenizer: FtsTokenizer, facts: Sequence[Fact], states: Sequence[int]
+) -> None:
+    """Insert new facts with their embedding states; live ``fact``-kind ones are indexed for full text."""
+    indexed = [f for f in facts if f.kind == "fact" and f.superseded_by is None]
+    analysis = dict(zip((f.id for f in indexed), tokenizer.analyse([f.text for f in indexed]), strict=True))
+    terms: Counter[str] = Counter()
+    tokens = 0
+    rows = []
+    postings: list[Posting] = []
+    for fact, state in zip(facts, states, strict=True):
+        if "\x00" in fact.text:
+            raise InvalidInput("fact text contains a NUL character, which PostgreSQL cannot store")
+        found = analysis.get(fact.id)
+        tsv = None
+        doc_len = 0
+        if found is not None:
+            places, doc_len = found
+            tsv = tsvector_literal(places)
+            counts: Counter[str] = Counter()
+            for stem, where in places.items():
+                counts[clip_lexeme(stem)] += len(where)
+            terms.update(dict.fromkeys(counts, 1))
+            tokens += doc_len
+            postings.extend(
+                (stem, fact.agent_id, fact.id, tf, doc_len, fact.created_at, fact.confidence)
+                for stem, tf in counts.items()
+            )
+        rows.append((*fact_values(fact, DIALECT.to_db_time), state, tsv, doc_len))
+    _copy(c, rows, postings)
+    adjust_stats(c, terms, len(indexed), tokens)

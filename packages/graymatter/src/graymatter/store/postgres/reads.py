@@ -1,0 +1,210 @@
+"""PostgreSQL fact reads: by id or text, listings, tombstone chains, neighbours, recency and statistics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from graymatter.models import Fact, MemoryStats
+from graymatter.store.postgres.connection import PostgresConnections
+from graymatter.store.postgres.rows import decode_fact, one, utc
+from graymatter.store.rows import FACT_COLUMNS
+
+_NEIGHBOURS_SQL = (
+    "SELECT a.id, n.id, n.created_at FROM gm_facts a"
+    " CROSS JOIN LATERAL ("
+    "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
+    "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
+    "    AND (b.created_at, b.id) < (a.created_at, a.id)"
+    "    ORDER BY b.created_at DESC, b.id DESC LIMIT %s)"
+    "  UNION ALL"
+    "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
+    "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
+    "    AND (b.created_at, b.id) > (a.created_at, a.id)"
+    "    ORDER BY b.created_at, b.id LIMIT %s)"
+    " ) AS n"
+    " WHERE a.id = ANY(%s) AND a.superseded_by IS NULL AND a.kind = 'fact'"
+)
+_STATS_SQL = (
+    "SELECT"
+    " count(*) FILTER (WHERE kind = 'fact' AND superseded_by IS NULL),"
+    " count(*) FILTER (WHERE kind = 'fact' AND superseded_by IS NOT NULL),"
+    " count(*) FILTER (WHERE kind = 'alias' AND superseded_by IS NULL),"
+    " count(*) FILTER (WHERE pinned AND superseded_by IS NULL),"
+    " min(created_at) FILTER (WHERE kind = 'fact' AND superseded_by IS NULL),"
+    " max(created_at) FILTER (WHERE kind = 'fact' AND superseded_by IS NULL),"
+    " avg(weight) FILTER (WHERE kind = 'fact' AND superseded_by IS NULL),"
+    " count(*) FILTER (WHERE embed_state = 1 AND superseded_by IS NULL)"
+    " FROM gm_facts WHERE agent_id = %s"
+)
+
+
+def _neighbours(c: psycopg.Connection[Any], ids: list[str], window: int) -> dict[str, list[str]]:
+    out: dict[str, list[tuple[datetime, str]]] = {}
+    for fact_id, other, created in c.execute(_NEIGHBOURS_SQL, (window, window, ids)).fetchall():
+        out.setdefault(fact_id, []).append((created, other))
+    live = {
+        r[0]
+        for r in c.execute(
+            "SELECT id FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL AND kind = 'fact'", (ids,)
+        ).fetchall()
+    }
+    return {fid: [o for _, o in sorted(out.get(fid, []))] for fid in ids if fid in live}
+
+
+class PostgresFactReads(PostgresConnections):
+    """The fact-reading half of the PostgreSQL store (mixed into :class:`PostgresStore`)."""
+
+    if TYPE_CHECKING:
+
+        def _record_counts(self, c: Any, agent_id: str) -> tuple[int, int]: ...
+
+    def _facts(self, where: str, params: Sequence[Any]) -> list[Fact]:
+        query = f"SELECT {FACT_COLUMNS} FROM gm_facts {where}"
+        rows = self._read(lambda c: c.execute(query, params).fetchall())
+        return [decode_fact(r) for r in rows]
+
+    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """Facts with the given ids, in the order given; unknown ids are omitted."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return []
+        found = {f.id: f for f in self._facts("WHERE id = ANY(%s)", (ids,))}
+        return [found[i] for i in ids if i in found]
+
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """``(created_at, confidence)`` of the live kind='fact' facts among ``fact_ids`` (no decoding)."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return {}
+        rows = self._read(
+            lambda c: c.execute(
+                "SELECT id, created_at, confidence FROM gm_facts WHERE id = ANY(%s)"
+                " AND superseded_by IS NULL AND kind = 'fact'",
+                (ids,),
+            ).fetchall()
+        )
+        return {r[0]: (r[1].astimezone(UTC), r[2]) for r in rows}
+
+    def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
+        """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
+        where = (
+            "WHERE agent_id = %s AND md5(text) = md5(%s) AND text = %s AND kind = %s ORDER BY created_at, id"
+        )
+        return self._facts(where, (agent_id, text, text, kind))
+
+    def list_facts(
+        self,
+        agent_id: str | None = None,
+        *,
+        include_superseded: bool = True,
+        kinds: Sequence[str] = ("fact",),
+    ) -> list[Fact]:
+        """Facts of one agent (or all agents when ``None``), oldest first."""
+        clauses = ["kind = ANY(%s)"]
+        params: list[Any] = [list(kinds)]
+        if agent_id is not None:
+            clauses.append("agent_id = %s")
+            params.append(agent_id)
+        if not include_superseded:
+            clauses.append("superseded_by IS NULL")
+        return self._facts(f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params)
+
+    def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
+        """The newest ``limit`` facts of one agent, newest first (bounded; for listing endpoints)."""
+        live = "" if include_superseded else " AND superseded_by IS NULL"
+        where = f"WHERE agent_id = %s AND kind = 'fact'{live} ORDER BY created_at DESC, id DESC LIMIT %s"
+        return self._facts(where, (agent_id, limit))
+
+    def iter_facts(self, batch: int = 5000) -> Iterator[Fact]:
+        """Every fact of every kind, oldest first, streamed in batches."""
+        last: tuple[datetime, str] | None = None
+        while True:
+            if last is None:
+                rows = self._facts("ORDER BY created_at, id LIMIT %s", [batch])
+            else:
+                rows = self._facts(
+                    "WHERE (created_at, id) > (%s, %s) ORDER BY created_at, id LIMIT %s", [*last, batch]
+                )
+            if not rows:
+                return
+            yield from rows
+            last = (rows[-1].created_at, rows[-1].id)
+
+    def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            return {}
+        rows = self._read(
+            lambda c: c.execute(
+                "SELECT superseded_by, id FROM gm_facts WHERE superseded_by = ANY(%s)"
+                " ORDER BY created_at, id",
+                (ids,),
+            ).fetchall()
+        )
+        out: dict[str, list[str]] = {}
+        for by, fact_id in rows:
+            out.setdefault(by, []).append(fact_id)
+        return out
+
+    def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
+        """Live alias facts of the given namespaces, oldest first."""
+        if not agent_ids:
+            return []
+        where = (
+            "WHERE agent_id = ANY(%s) AND kind = 'alias' AND superseded_by IS NULL ORDER BY created_at, id"
+        )
+        return self._facts(where, (list(agent_ids),))
+
+    def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
+        """For each live fact: ids of the live facts its agent wrote right before/after it, oldest first."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids or window <= 0:
+            return {}
+        return self._read(lambda c: _neighbours(c, ids, window))
+
+    def recent(
+        self, agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None = None
+    ) -> list[str]:
+        """Ids of the newest live facts (``created_at`` desc, then ``id``), at most ``limit``."""
+        if not agent_ids or limit <= 0 or confidences == []:
+            return []
+        parts = []
+        params: list[Any] = []
+        for agent in dict.fromkeys(agent_ids):
+            clause = ""
+            params.append(agent)
+            if confidences is not None:
+                clause = " AND confidence = ANY(%s)"
+                params.append(list(confidences))
+            parts.append(
+                "(SELECT id, created_at FROM gm_facts WHERE agent_id = %s AND superseded_by IS NULL "
+                f"AND kind = 'fact'{clause} ORDER BY created_at DESC, id LIMIT %s)"
+            )
+            params.append(limit)
+        query = (
+            "SELECT id, created_at FROM ("
+            + " UNION ALL ".join(parts)
+            + ") AS r ORDER BY created_at DESC, id LIMIT %s"
+        )
+        params.append(limit)
+        rows = self._read(lambda c: c.execute(query, params).fetchall())
+        return [r[0] for r in rows]
+
+    def _stats_row(self, c: psycopg.Connection[Any], agent_id: str) -> MemoryStats:
+        row = one(c.execute(_STATS_SQL, (agent_id,)).fetchone())
+        checkpoints, links = self._record_counts(c, agent_id)
+        return MemoryStats(
+            agent_id=agent_id, fact_count=row[0], superseded_count=row[1], alias_count=row[2],
+            pinned_count=row[3], checkpoint_count=checkpoints, link_count=links,
+            pending_embeddings=row[7], oldest_at=utc(row[4]), newest_at=utc(row[5]),
+            avg_weight=round(float(row[6]), 6) if row[6] is not None else 0.0,
+        )  # fmt: skip
+
+    def stats(self, agent_id: str) -> MemoryStats:
+        """Counts and ages of one namespace."""
+        return self._read(lambda c: self._stats_row(c, agent_id))

@@ -1,0 +1,157 @@
+"""The PostgreSQL schema: versioned migrations applied once, under an advisory lock, by the first server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from graymatter.errors import SchemaTooNew, StorageError, StoreUnavailable
+from graymatter.store.postgres.connection import PostgresConnections
+
+SCHEMA_VERSION = 1
+STAT_SHARDS = 16
+_MIGRATION_LOCK = 0x67726179  # "gray": advisory lock serialising schema creation across servers
+
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE EXTENSION IF NOT EXISTS vector",
+        """CREATE TABLE IF NOT EXISTS gm_meta (key text PRIMARY KEY, value text NOT NULL)""",
+        """CREATE TABLE gm_facts (
+            seq bigserial UNIQUE,
+            id text PRIMARY KEY,
+            agent_id text NOT NULL,
+            text text NOT NULL,
+            kind text NOT NULL DEFAULT 'fact',
+            equivalents text,
+            created_at timestamptz NOT NULL,
+            accessed_at timestamptz NOT NULL,
+            access_count integer NOT NULL DEFAULT 0,
+            weight double precision NOT NULL DEFAULT 1.0,
+            superseded_by text,
+            pinned boolean NOT NULL DEFAULT false,
+            pinned_at timestamptz,
+            confidence text NOT NULL DEFAULT 'inferred',
+            provenance text NOT NULL DEFAULT '{}',
+            embed_state smallint NOT NULL DEFAULT 0,
+            tsv tsvector,
+            doc_len integer NOT NULL DEFAULT 0
+        )""",
+        "CREATE INDEX gm_facts_tsv ON gm_facts USING gin (tsv)",
+        """CREATE INDEX gm_facts_live_recent ON gm_facts (agent_id, created_at DESC, id)
+           WHERE superseded_by IS NULL AND kind = 'fact'""",
+        """CREATE INDEX gm_facts_live_sequence ON gm_facts (agent_id, created_at, id)
+           WHERE superseded_by IS NULL AND kind = 'fact'""",
+        "CREATE INDEX gm_facts_agent_text ON gm_facts (agent_id, md5(text))",
+        "CREATE INDEX gm_facts_agent_kind ON gm_facts (agent_id, kind, created_at, id)",
+        "CREATE INDEX gm_facts_created ON gm_facts (created_at, id)",
+        "CREATE INDEX gm_facts_pending ON gm_facts (seq) WHERE embed_state = 1",
+        "CREATE INDEX gm_facts_superseded_by ON gm_facts (superseded_by) WHERE superseded_by IS NOT NULL",
+        """CREATE TABLE gm_terms (
+            term text NOT NULL,
+            shard smallint NOT NULL,
+            df bigint NOT NULL,
+            PRIMARY KEY (term, shard)
+        )""",
+        """CREATE TABLE gm_postings (
+            term text NOT NULL,
+            agent_id text NOT NULL,
+            fact_id text NOT NULL,
+            tf integer NOT NULL,
+            doc_len integer NOT NULL,
+            created_at timestamptz NOT NULL,
+            confidence text NOT NULL,
+            PRIMARY KEY (term, agent_id, fact_id) INCLUDE (tf, doc_len, created_at, confidence)
+        )""",
+        """CREATE TABLE gm_fts_stats (
+            shard smallint PRIMARY KEY,
+            docs bigint NOT NULL DEFAULT 0,
+            tokens bigint NOT NULL DEFAULT 0
+        )""",
+        f"INSERT INTO gm_fts_stats (shard) SELECT generate_series(0, {STAT_SHARDS - 1})",
+        """CREATE TABLE gm_vectors (
+            fact_id text PRIMARY KEY REFERENCES gm_facts(id) ON DELETE CASCADE,
+            agent_id text NOT NULL,
+            confidence text NOT NULL,
+            embedding vector NOT NULL
+        )""",
+        "CREATE INDEX gm_vectors_agent ON gm_vectors (agent_id)",
+        """CREATE TABLE gm_checkpoints (
+            seq bigserial UNIQUE,
+            id text PRIMARY KEY,
+            agent_id text NOT NULL,
+            created_at timestamptz NOT NULL,
+            state text NOT NULL,
+            messages text,
+            message_count integer NOT NULL DEFAULT 0,
+            metadata text NOT NULL DEFAULT '{}',
+            provenance text NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX gm_checkpoints_agent ON gm_checkpoints (agent_id, created_at DESC, id DESC)",
+        "CREATE INDEX gm_checkpoints_created ON gm_checkpoints (created_at DESC, id DESC)",
+        """CREATE TABLE gm_links (
+            id text PRIMARY KEY,
+            agent_id text NOT NULL,
+            source text NOT NULL,
+            target text NOT NULL,
+            relation text NOT NULL,
+            created_at timestamptz NOT NULL,
+            provenance text NOT NULL DEFAULT '{}',
+            UNIQUE (agent_id, source, target, relation)
+        )""",
+        """CREATE TABLE gm_counters (agent_id text PRIMARY KEY, writes bigint NOT NULL DEFAULT 0)""",
+        """CREATE TABLE gm_tokens (
+            id text PRIMARY KEY,
+            label text NOT NULL DEFAULT '',
+            agents text[] NOT NULL,
+            access text NOT NULL CHECK (access IN ('read', 'read-write')),
+            created_at timestamptz NOT NULL,
+            revoked_at timestamptz,
+            token_hash text NOT NULL
+        )""",
+    ],
+}
+
+
+def _current(c: psycopg.Connection[Any]) -> int:
+    exists = c.execute("SELECT to_regclass('gm_meta') IS NOT NULL").fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = c.execute("SELECT value FROM gm_meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _apply(db: PostgresConnections, c: psycopg.Connection[Any]) -> None:
+    c.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+    now = _current(c)
+    if now > SCHEMA_VERSION:
+        raise SchemaTooNew(f"database {db.url} was upgraded by a newer graymatter meanwhile")
+    for step in range(now + 1, SCHEMA_VERSION + 1):
+        for statement in _MIGRATIONS[step]:
+            c.execute(statement)
+        c.execute(
+            "INSERT INTO gm_meta (key, value) VALUES ('schema_version', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (str(step),),
+        )
+
+
+def migrate(db: PostgresConnections) -> None:
+    """Bring the database to :data:`SCHEMA_VERSION`, refusing one written by a newer graymatter."""
+    version = db._read(_current)
+    if version > SCHEMA_VERSION:
+        raise SchemaTooNew(
+            f"database {db.url} was written by a newer graymatter (schema {version}, this version "
+            f"reads up to {SCHEMA_VERSION}); upgrade graymatter. The database was not modified."
+        )
+    if version == SCHEMA_VERSION:
+        return
+    try:
+        db._write(lambda c: _apply(db, c))
+    except StorageError as exc:
+        if "extension" in exc.message and "vector" in exc.message:
+            raise StoreUnavailable(
+                f"the pgvector extension is missing in {db.url} and this user cannot create it; "
+                "ask the database owner to run CREATE EXTENSION vector"
+            ) from None
+        raise

@@ -1,0 +1,43 @@
+"""FTS5 stems as PostgreSQL text-search literals: ``tsvector`` documents and ``tsquery`` terms and phrases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+MAX_TERM_COUNT = 256  # PostgreSQL keeps at most 256 positions per lexeme
+MAX_POSITION = 16383  # and positions up to 16383
+MAX_LEXEME_BYTES = 2046  # PostgreSQL's limit on one lexeme is 2 KiB
+
+
+def clip_lexeme(lexeme: str) -> str:
+    """The stem cut to the longest lexeme PostgreSQL stores (at a character boundary)."""
+    raw = lexeme.encode()
+    if len(raw) <= MAX_LEXEME_BYTES:
+        return lexeme
+    return raw[:MAX_LEXEME_BYTES].decode(errors="ignore")
+
+
+def _quote_lexeme(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_literal(positions: dict[str, list[int]]) -> str:
+    """A ``tsvector`` input literal: each stem with its token positions (PostgreSQL keeps <= 256 each)."""
+    merged: dict[str, list[int]] = {}
+    for stem, places in positions.items():
+        merged.setdefault(clip_lexeme(stem), []).extend(places)
+    parts = []
+    for stem in sorted(merged):
+        places = sorted({min(p, MAX_POSITION) for p in merged[stem]})[:MAX_TERM_COUNT]
+        parts.append(_quote_lexeme(stem) + ":" + ",".join(str(p) for p in places))
+    return " ".join(parts)
+
+
+def tsquery_phrase(stems: Sequence[str]) -> str:
+    """A ``tsquery`` input literal matching the stems as adjacent tokens, in order."""
+    return " <-> ".join(_quote_lexeme(clip_lexeme(s)) for s in stems)
+
+
+def tsquery_literal(stems: Iterable[str]) -> str:
+    """A ``tsquery`` input literal OR-ing the stems (each quoted: no input becomes query syntax)."""
+    return " | ".join(_quote_lexeme(clip_lexeme(s)) for s in stems)

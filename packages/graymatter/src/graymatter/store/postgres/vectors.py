@@ -1,0 +1,234 @@
+"""PostgreSQL vectors: pgvector cosine search over an HNSW index built for the current model's dimension."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql as pgsql
+
+from graymatter.errors import InvalidInput
+from graymatter.models import Fact
+from graymatter.store.base import ScoredId, Vector
+from graymatter.store.postgres.connection import PostgresConnections
+from graymatter.store.postgres.rows import current_model, decode_fact, one
+from graymatter.store.rows import FACT_COLUMNS
+
+_HNSW_INDEX = (
+    "CREATE INDEX {exists}gm_vectors_hnsw ON gm_vectors"
+    " USING hnsw ((embedding::vector({dim})) vector_cosine_ops)"
+)
+_SEARCH_SQL = (
+    "SELECT v.fact_id, 1 - ({distance}) AS sim, f.created_at FROM gm_vectors v "
+    "JOIN gm_facts f ON f.id = v.fact_id "
+    "WHERE v.agent_id = ANY(%s){clause} AND f.superseded_by IS NULL "
+    "ORDER BY {order} LIMIT %s"
+)
+
+
+def _unit(vector: Vector) -> list[float]:
+    """The vector scaled to unit length (zero or non-finite vectors are stored as they are, finite)."""
+    values = [float(v) if math.isfinite(float(v)) else 0.0 for v in vector]
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values] if norm > 0 else values
+
+
+def _vector_literal(vector: Vector) -> str:
+    values = [float(v) for v in vector]
+    norm = math.sqrt(sum(v * v for v in values))
+    if norm > 0 and math.isfinite(norm):
+        values = [v / norm for v in values]
+    return "[" + ",".join(repr(v) if math.isfinite(v) else "0" for v in values) + "]"
+
+
+def _hnsw_index(dim: int, *, if_missing: bool) -> pgsql.Composed:
+    template = _HNSW_INDEX.replace("{exists}", "IF NOT EXISTS " if if_missing else "")
+    return pgsql.SQL(template).format(dim=pgsql.Literal(dim))
+
+
+def _nearest(
+    c: psycopg.Connection[Any], values: list[float], dim: int, agent_ids: Sequence[str], limit: int,
+    confidences: Sequence[str] | None,
+) -> list[Any]:  # fmt: skip
+    """``(fact id, similarity, created_at)`` rows of pgvector's iterative HNSW scan, in strict order."""
+    with c.transaction():
+        ef_search = pgsql.Literal(min(1000, max(100, 2 * limit)))
+        c.execute(pgsql.SQL("SET LOCAL hnsw.ef_search = {}").format(ef_search))
+        c.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+        distance = pgsql.SQL("embedding::vector({dim}) <=> %s::vector({dim})").format(dim=pgsql.Literal(dim))
+        order = pgsql.SQL("v.embedding::vector({dim}) <=> %s::vector({dim})").format(dim=pgsql.Literal(dim))
+        clause = pgsql.SQL("")
+        params: list[Any] = [_vector_literal(values), list(agent_ids)]
+        if confidences is not None:
+            clause = pgsql.SQL(" AND v.confidence = ANY(%s)")
+            params.append(list(confidences))
+        params.extend([_vector_literal(values), limit])
+        query = pgsql.SQL(_SEARCH_SQL).format(distance=distance, clause=clause, order=order)
+        return c.execute(query, params).fetchall()
+
+
+class PostgresVectors(PostgresConnections):
+    """The embedding half of the PostgreSQL store (mixed into :class:`PostgresStore`)."""
+
+    _defer_index: bool
+
+    def _put_vectors(self, c: psycopg.Connection[Any], items: Sequence[tuple[Fact, Vector]]) -> None:
+        if not items:
+            return
+        dim = len(items[0][1])
+        if any(len(v) != dim for _, v in items):
+            raise InvalidInput("vectors of one batch must have the same dimension")
+        self._ensure_vector_index(c, dim)
+        with c.cursor() as cur:
+            cur.executemany(  # vectors travel as binary float arrays (2x faster than text literals)
+                "INSERT INTO gm_vectors (fact_id, agent_id, confidence, embedding)"
+                " VALUES (%s, %s, %s, %b::float4[]::vector) "
+                "ON CONFLICT (fact_id) DO UPDATE SET embedding = EXCLUDED.embedding",
+                [(f.id, f.agent_id, f.confidence, _unit(v)) for f, v in items],
+            )
+
+    def _ensure_vector_index(self, c: psycopg.Connection[Any], dim: int) -> None:
+        row = c.execute("SELECT value FROM gm_meta WHERE key = 'embedding_dim' FOR UPDATE").fetchone()
+        if row is not None and int(row[0]) == dim:
+            return
+        if row is not None and one(c.execute("SELECT EXISTS (SELECT 1 FROM gm_vectors)").fetchone())[0]:
+            raise InvalidInput(
+                f"vector dimension {dim} differs from the stored vectors' ({row[0]}); re-embed first"
+            )
+        c.execute("DROP INDEX IF EXISTS gm_vectors_hnsw")
+        if not self._defer_index:
+            c.execute(_hnsw_index(dim, if_missing=False))
+        c.execute(
+            "INSERT INTO gm_meta (key, value) VALUES ('embedding_dim', %s) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+            (str(dim),),
+        )
+
+    @contextlib.contextmanager
+    def deferred_vector_index(self) -> Iterator[None]:
+        """Bulk loading: drop the HNSW index, and build it once at the end (much faster than per row).
+
+        Searches stay correct meanwhile (exact scans); the index is rebuilt even if loading fails.
+        """
+        self._write(lambda c: c.execute("DROP INDEX IF EXISTS gm_vectors_hnsw"))
+        self._defer_index = True
+        try:
+            yield
+        finally:
+            self._defer_index = False
+
+            def rebuild(c: psycopg.Connection[Any]) -> None:
+                row = c.execute("SELECT value FROM gm_meta WHERE key = 'embedding_dim'").fetchone()
+                if row is not None:
+                    c.execute(_hnsw_index(int(row[0]), if_missing=True))
+
+            self._write(rebuild)
+
+    def analyze(self) -> None:
+        """Refresh planner statistics (after a bulk load; autovacuum does this eventually)."""
+        self._read(lambda c: c.execute("ANALYZE"))
+
+    def embedding_model(self) -> str | None:
+        """The model id the stored vectors were made with, or ``None``."""
+        return self._read(current_model)
+
+    def reset_embeddings(self, model: str | None) -> int:
+        """Switch to ``model``: drop every vector, mark live facts pending (none when ``model`` is None)."""
+
+        def work(c: psycopg.Connection[Any]) -> int:
+            c.execute("LOCK TABLE gm_vectors IN EXCLUSIVE MODE")
+            c.execute("DELETE FROM gm_vectors")
+            c.execute("DROP INDEX IF EXISTS gm_vectors_hnsw")
+            c.execute("DELETE FROM gm_meta WHERE key = 'embedding_dim'")
+            if model is None:
+                c.execute("DELETE FROM gm_meta WHERE key = 'embedding_model'")
+                c.execute("UPDATE gm_facts SET embed_state = 0 WHERE embed_state <> 0")
+                return 0
+            c.execute(
+                "INSERT INTO gm_meta (key, value) VALUES ('embedding_model', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (model,),
+            )
+            c.execute(
+                "UPDATE gm_facts SET embed_state = 0 WHERE embed_state <> 0 AND NOT "
+                "(kind = 'fact' AND superseded_by IS NULL)"
+            )
+            return c.execute(
+                "UPDATE gm_facts SET embed_state = 1 WHERE kind = 'fact' AND superseded_by IS NULL"
+            ).rowcount
+
+        return self._write(work)
+
+    def pending_embeddings(self, limit: int) -> list[Fact]:
+        """Live facts waiting for a vector, oldest first."""
+        rows = self._read(
+            lambda c: c.execute(
+                f"SELECT {FACT_COLUMNS} FROM gm_facts WHERE embed_state = 1 AND superseded_by IS NULL "
+                "ORDER BY seq LIMIT %s",
+                (limit,),
+            ).fetchall()
+        )
+        return [decode_fact(r) for r in rows]
+
+    def pending_embedding_count(self) -> int:
+        """Number of live facts waiting for a vector."""
+        query = "SELECT count(*) FROM gm_facts WHERE embed_state = 1 AND superseded_by IS NULL"
+        return self._read(lambda c: int(one(c.execute(query).fetchone())[0]))
+
+    def set_vectors(self, items: Iterable[tuple[str, Vector]], model: str) -> int:
+        """Store vectors for facts (clears their pending mark); ignored if ``model`` is not current."""
+        pairs = list(items)
+        if not pairs:
+            return 0
+
+        def work(c: psycopg.Connection[Any]) -> int:
+            if current_model(c) != model:
+                return 0
+            wanted = dict(pairs)
+            rows = c.execute(
+                f"SELECT {FACT_COLUMNS} FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL "
+                "AND kind = 'fact' ORDER BY id FOR UPDATE",
+                (list(wanted),),
+            ).fetchall()
+            facts = [decode_fact(r) for r in rows]
+            self._put_vectors(c, [(f, wanted[f.id]) for f in facts])
+            c.execute("UPDATE gm_facts SET embed_state = 2 WHERE id = ANY(%s)", ([f.id for f in facts],))
+            return len(facts)
+
+        return self._write(work)
+
+    def vector_search(
+        self,
+        agent_ids: Sequence[str],
+        query: Vector,
+        model: str,
+        limit: int,
+        confidences: Sequence[str] | None = None,
+    ) -> list[ScoredId]:
+        """Cosine-nearest facts embedded by ``model``, best first, at most ``limit`` (approximate, HNSW)."""
+        if not agent_ids or limit <= 0 or confidences == []:
+            return []
+        values = [float(v) for v in query]
+        norm = math.sqrt(sum(v * v for v in values))
+        if norm == 0 or not math.isfinite(norm):
+            return []
+
+        def work(c: psycopg.Connection[Any]) -> list[ScoredId]:
+            meta = dict(
+                c.execute(
+                    "SELECT key, value FROM gm_meta WHERE key IN ('embedding_model', 'embedding_dim')"
+                ).fetchall()
+            )
+            if meta.get("embedding_model") != model or "embedding_dim" not in meta:
+                return []
+            dim = int(meta["embedding_dim"])
+            if dim != len(values):
+                return []
+            rows = _nearest(c, values, dim, agent_ids, limit, confidences)
+            ranked = sorted((-float(sim), created, fid) for fid, sim, created in rows if sim is not None)
+            return [ScoredId(fid, -neg) for neg, _, fid in ranked if math.isfinite(neg)]
+
+        return self._read(work)
