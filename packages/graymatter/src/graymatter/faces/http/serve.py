@@ -71,14 +71,14 @@ def run_workers(settings: ServeSettings, workers: int, **options: Any) -> None:
 
 def build_service(settings: ServeSettings, port: int | None = None) -> ASGIApp:
     """Open the store and build the ``graymatter serve`` app (scoped tokens) for one server process."""
-    from graymatter.engine.access import TokenService, open_token_store
+    from graymatter.engine.access import TokenService
     from graymatter.engine.memory import Memory
     from graymatter.faces.http.app import ServiceConfig, build_app
     from graymatter.store import open_store
 
     memory = Memory(store=open_store(settings["store"]))
     try:
-        tokens = TokenService(open_token_store(memory.store), default_token=settings["token"])
+        tokens = TokenService(memory.store.token_store(), default_token=settings["token"])
         config = ServiceConfig(
             host=settings["host"],
             port=settings["port"] if port is None else port,
