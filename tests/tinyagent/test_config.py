@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent.config import DEFAULT_MODELS, ConfigError, resolve_settings
+from tinyagent.config.files import ConfigError
+from tinyagent.config.settings import DEFAULT_MODELS, resolve_settings
 from tinyagent.prompts import (
     MAX_AGENTS_MD_BYTES,
     PromptError,
@@ -235,7 +236,7 @@ def test_precedence_property(tmp_path_factory, step, env_step, project_step, use
 @given(st.text(max_size=300))
 @settings(max_examples=200, deadline=None)
 def test_any_config_text_parses_or_fails_with_config_error(tmp_path_factory, text: str) -> None:
-    from tinyagent.config import ConfigFile, load_config_file
+    from tinyagent.config.files import ConfigFile, load_config_file
 
     path = tmp_path_factory.mktemp("fuzz") / "config.yaml"
     path.write_text(text, encoding="utf-8")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from support.tinyagent_cli import call, reply
-from tinyagent.config import Settings
+from tinyagent.config.settings import Settings
 from tinyagent.loop.agent import Agent
 from tinyagent.output import Reporter
 from tinyagent.prompts import FORMAT_ERROR_NUDGE, build_system_prompt

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from support.resume_checkpoints import checkpoint_bytes, make_checkpoint
-from tinyagent.config import Settings
+from tinyagent.config.settings import Settings
 from tinyagent.prompts import CONTINUATION_NOTICE
 from tinyagent.resume.plan import ResumePlan
 from tinyagent.resume.read import file_sha256

@@ -148,7 +148,7 @@ def run_fresh(args: argparse.Namespace) -> int:
     except UnicodeEncodeError:
         raise UsageError("the task is not valid UTF-8 text") from None
 
-    from tinyagent.config import resolve_settings
+    from tinyagent.config.settings import resolve_settings
     from tinyagent.output import Reporter
     from tinyagent.prompts import build_system_prompt
     from tinyagent.runner import SETUP_ERRORS, build_provider, default_output_path, execute, new_trajectory
@@ -173,7 +173,7 @@ def run_fresh(args: argparse.Namespace) -> int:
 
 def _check_output_path(output: str) -> None:
     """Refuse output paths that can never be saved to (a directory or a symlink)."""
-    from tinyagent.config import ConfigError
+    from tinyagent.config.files import ConfigError
 
     if os.path.islink(output):
         raise ConfigError(f"refusing to write the trajectory through a symlink: {output}")

@@ -27,14 +27,13 @@ from tinyagent import __version__
 from tinyagent.defaults import EXIT_FAILURE, EXIT_OK
 from tinyagent.errors import TinyAgentError
 from tinyagent.output import Reporter
-from tinyagent.providers.base import ProviderError
 
 if TYPE_CHECKING:
-    from tinyagent.config import Settings
+    from tinyagent.config.settings import Settings
     from tinyagent.providers.base import Provider
     from tinyagent.trajectory.models import Limits, Trajectory
 
-SETUP_ERRORS: tuple[type[Exception], ...] = (TinyAgentError, ProviderError, ValueError)
+SETUP_ERRORS: tuple[type[Exception], ...] = (TinyAgentError, ValueError)
 """What a failed set-up raises (settings, instructions, output path, provider): reported as a usage error."""
 
 
@@ -58,7 +57,7 @@ def build_provider(
 
         script = flag_base_url or env.get(SCRIPT_ENV) or settings.base_url
         if not script:
-            from tinyagent.config import ConfigError
+            from tinyagent.config.files import ConfigError
 
             raise ConfigError(f"--provider scripted needs a script: pass --base-url FILE or set {SCRIPT_ENV}")
         return ScriptedProvider.from_file(script, model=settings.model)

@@ -19,7 +19,7 @@ from tinyagent.resume.validate import toolset_digest, validate_checkpoint
 from tinyagent.trajectory.models import ResumeMetadata, Trajectory
 
 if TYPE_CHECKING:
-    from tinyagent.config import Settings
+    from tinyagent.config.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,8 @@ def _resolve_settings(
     args: Any, checkpoint: Trajectory, cwd: str, environ: Mapping[str, str] | None
 ) -> Settings:
     """Current settings with the saved provider and model (they win over env, config and defaults)."""
-    from tinyagent.config import ConfigError, resolve_settings
+    from tinyagent.config.files import ConfigError
+    from tinyagent.config.settings import resolve_settings
 
     effective = argparse.Namespace(**vars(args))
     effective.provider = checkpoint.provider
