@@ -7,13 +7,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from graymatter.constants import CONFIDENCE_LABELS, SHARED_AGENT_ID
 from graymatter.errors import CliUsageError
 from graymatter.faces.cli.exit_codes import EXIT_OK
 from graymatter.faces.cli.options import open_memory
 from graymatter.faces.cli.render import dump, emit_json, fact_line, recall_lines, report, say
 
-SHARED = "__shared__"
-CONFIDENCE = {"choices": ("verified", "inferred", "unverified")}
+CONFIDENCE = {"choices": CONFIDENCE_LABELS}
 TARGET_ACTIONS = {  # action: (help, past tense)
     "forget": ("retire a fact (tombstone, never deleted)", "Retired"),
     "pin": ("exempt a fact from decay and pruning", "Pinned"),
@@ -27,7 +27,7 @@ def cmd_remember(args: argparse.Namespace) -> int:
     if args.shared:
         if len(words) not in (1, 2):
             raise CliUsageError("remember --shared takes TEXT (an agent id before it is ignored)")
-        agent, text = SHARED, words[-1]
+        agent, text = SHARED_AGENT_ID, words[-1]
     else:
         if len(words) != 2:
             raise CliUsageError("remember takes AGENT TEXT (or --shared TEXT)")
@@ -55,7 +55,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(dump(results))
         return EXIT_OK
-    label = {"agent": f"agent {args.agent}", "shared": SHARED, "all": f"agent {args.agent} + {SHARED}"}[scope]
+    label = {
+        "agent": f"agent {args.agent}",
+        "shared": SHARED_AGENT_ID,
+        "all": f"agent {args.agent} + {SHARED_AGENT_ID}",
+    }[scope]
     lines = recall_lines(label, args.query, results, owners=scope == "all", explain=args.explain)
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK

@@ -6,13 +6,15 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
+from graymatter.constants import DATA_DIR_ENV, DEFAULT_DATA_DIR
+
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
 
 
 def resolve_data_dir(args: argparse.Namespace) -> str:
     """``--dir``, else ``$GRAYMATTER_DIR``, else ``./.graymatter``."""
-    return getattr(args, "dir", None) or os.environ.get("GRAYMATTER_DIR") or ".graymatter"
+    return getattr(args, "dir", None) or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
 
 
 def resolve_store_location(args: argparse.Namespace) -> str:
