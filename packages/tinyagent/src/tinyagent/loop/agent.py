@@ -26,29 +26,31 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
 - Save failures: reported on stderr; the run continues (fresh mode) and the process exits nonzero, or
   with `stop_on_save_failure` (resume mode) the run stops at once with SaveError, making no further
   request and running no further tool.
+
+The saves themselves are `saving.Saver`'s job and the signal handlers' installation `signals.py`'s.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import queue
 import signal
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TypeAlias
 
+from tinyagent.loop.saving import SaveFn, Saver
+from tinyagent.loop.signals import Abort, stop_and_alarm_handlers
 from tinyagent.output import Reporter
 from tinyagent.prompts import FORMAT_ERROR_NUDGE, MAX_FORMAT_ERRORS
 from tinyagent.providers.base import Provider, ProviderError
 from tinyagent.tools.text import clean_json_value, clean_text
 from tinyagent.tools.toolbox import Toolbox, ToolInfrastructureError, ToolResult
 from tinyagent.trajectory.models import ExitStatus, Trajectory
-from tinyagent.types import Message, ToolCall, Usage
+from tinyagent.types import Completion, Message, ToolCall, Usage
 
-SaveFn = Callable[[Trajectory], None]
 PriceFn = Callable[[str, Usage], "float | None"]
+Ending: TypeAlias = tuple[ExitStatus, str | None]
+"""How a run ended: its exit status and a detail line."""
 
 _IDLE, _QUERY, _TOOLS = "idle", "query", "tools"
 
@@ -63,35 +65,9 @@ def _valid_utf8(message: Message) -> Message:
         return Message.model_validate(data)
 
 
-def _snapshot(traj: Trajectory) -> Trajectory:
-    """A copy safe to serialise while the loop goes on: every container the loop mutates is copied.
-
-    Messages are never mutated after they are appended, so they are shared, not deep-copied.
-    """
-    return traj.model_copy(
-        update={
-            "messages": list(traj.messages),
-            "totals": traj.totals.model_copy(),
-            "limits": traj.limits.model_copy(),
-            "timing": traj.timing.model_copy(),
-            "warnings": list(traj.warnings),
-            "resumed_from": list(traj.resumed_from),
-        }
-    )
-
-
 def utc_now() -> str:
     """The current time as RFC 3339 UTC with millisecond precision."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-class _Abort(BaseException):
-    """Raised from a signal handler to abandon a model request in flight."""
-
-    def __init__(self, status: ExitStatus, detail: str) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
 
 
 def default_price(provider_name: str) -> PriceFn:
@@ -131,21 +107,25 @@ class Agent:
         self.provider = provider
         self.toolbox = toolbox
         self.stream = stream
-        self.save = save
         self.reporter = reporter or Reporter(quiet=True)
-        self.stop_on_save_failure = stop_on_save_failure
         self.price = price or default_price(getattr(provider, "name", ""))
         self.handle_signals = handle_signals
         self.clock = clock
-        self.save_failed = False
-        self.saves = 0
+        self._saver = Saver(save, self.reporter, overlap=overlap_saves, stop_on_failure=stop_on_save_failure)
         self._phase = _IDLE
         self._stop: tuple[ExitStatus, str] | None = None
         self._time_up = False
         self._started = 0.0
-        self.overlap_saves = overlap_saves
-        self._worker: _SaveWorker | None = None
-        self._pending = False  # a checkpoint was handed to the worker and not yet collected
+
+    @property
+    def saves(self) -> int:
+        """How many saves were started (checkpoints included)."""
+        return self._saver.saves
+
+    @property
+    def save_failed(self) -> bool:
+        """True once any save failed (the process then exits nonzero)."""
+        return self._saver.failed
 
     # -- public ---------------------------------------------------------------------------------
     def run(self, trajectory: Trajectory) -> Trajectory:
@@ -158,11 +138,14 @@ class Agent:
         trajectory.exit_status = ExitStatus.RUNNING
         trajectory.exit_detail = None
         trajectory.submission = None
-        with self._signal_handlers(trajectory.limits.time_limit), self._save_worker():
+        handlers = stop_and_alarm_handlers(
+            self._on_stop_signal, self._on_alarm, trajectory.limits.time_limit, enabled=self.handle_signals
+        )
+        with handlers, self._saver.running():
             if self._checkpoint(trajectory):
                 try:
                     status, detail = self._loop(trajectory)
-                except _Abort as abort:  # defensive: an abort can only come from a request in flight
+                except Abort as abort:  # defensive: an abort can only come from a request in flight
                     status, detail = abort.status, abort.detail
             else:
                 status, detail = ExitStatus.SAVE_ERROR, "the initial save failed"
@@ -170,7 +153,7 @@ class Agent:
             trajectory.exit_status = status
             trajectory.exit_detail = clean_text(detail) if detail is not None else None
             self._stamp(trajectory, final=True)
-            self._save(trajectory)
+            self._saver.save_now(trajectory)
         return trajectory
 
     def request_stop(self, status: ExitStatus = ExitStatus.INTERRUPTED, detail: str = "interrupted") -> None:
@@ -180,7 +163,7 @@ class Agent:
         self.toolbox.interrupt()
 
     # -- loop -------------------------------------------------------------------------------------
-    def _loop(self, traj: Trajectory) -> tuple[ExitStatus, str | None]:
+    def _loop(self, traj: Trajectory) -> Ending:
         format_errors = 0
         while True:
             if self._stop is not None:
@@ -190,61 +173,73 @@ class Agent:
                 return exhausted
             step = traj.totals.steps + 1
             self.reporter.step_started(step, traj.limits.step_limit)
-            try:
-                try:
-                    self._phase = _QUERY
-                    if self._stop is not None:  # a signal arrived just before the request
-                        raise _Abort(*self._stop)
-                    traj.totals.steps = step  # counted once the request is about to be sent
-                    completion = self.provider.complete(traj.messages, traj.tools, stream=self.stream)
-                finally:
-                    # From here on no signal handler raises, so the handlers below see every exception
-                    # (an abort that races with a provider error replaces it and is caught below).
-                    self._phase = _IDLE
-            except _Abort as abort:
-                return abort.status, abort.detail
-            except ProviderError as exc:
-                return ExitStatus.PROVIDER_ERROR, f"{type(exc).__name__}: {exc}"
-            except Exception as exc:  # a provider bug must still end the run cleanly and saved
-                return ExitStatus.PROVIDER_ERROR, f"unexpected provider failure ({type(exc).__name__})"
-            self._account(traj, completion.usage)
-            reply = _valid_utf8(completion.message)
-            usage = completion.usage
-            self.reporter.progress(
-                f"step {step}: reply with {len(reply.tool_calls)} tool call(s); tokens: input "
-                f"{usage.input_tokens:,}, output {usage.output_tokens:,}, "
-                f"cache read {usage.cache_read_tokens:,}"
-            )
-            if reply.role != "assistant":
-                reply = reply.model_copy(update={"role": "assistant"})
-            traj.messages.append(reply)
-
+            completion = self._request(traj, step)
+            if not isinstance(completion, Completion):
+                return completion
+            reply = self._record_reply(traj, step, completion)
             if not reply.tool_calls:
                 format_errors += 1
-                traj.messages.append(Message(role="user", content=FORMAT_ERROR_NUDGE))
-                self.reporter.progress(
-                    f"step {step}: reply had no tool call ({format_errors}/{MAX_FORMAT_ERRORS})"
-                )
-                if format_errors >= MAX_FORMAT_ERRORS:
-                    return (
-                        ExitStatus.REPEATED_FORMAT_ERROR,
-                        f"{MAX_FORMAT_ERRORS} consecutive replies without a tool call",
-                    )
-                if not self._checkpoint(traj):
-                    return ExitStatus.SAVE_ERROR, "a checkpoint save failed"
+                ending = self._nudge(traj, step, format_errors)
+                if ending is not None:
+                    return ending
                 continue
             format_errors = 0
-
-            self._finish_pending_save()  # the previous checkpoint is durable before any tool runs
+            self._saver.finish_pending()  # the previous checkpoint is durable before any tool runs
             ending = self._run_batch(traj, step, reply.tool_calls)
             if ending is not None:
                 return ending
             if not self._checkpoint(traj):
                 return ExitStatus.SAVE_ERROR, "a checkpoint save failed"
 
-    def _run_batch(
-        self, traj: Trajectory, step: int, calls: list[ToolCall]
-    ) -> tuple[ExitStatus, str | None] | None:
+    def _request(self, traj: Trajectory, step: int) -> Completion | Ending:
+        """One model request (step `step`), or the ending it ran into."""
+        try:
+            try:
+                self._phase = _QUERY
+                if self._stop is not None:  # a signal arrived just before the request
+                    raise Abort(*self._stop)
+                traj.totals.steps = step  # counted once the request is about to be sent
+                return self.provider.complete(traj.messages, traj.tools, stream=self.stream)
+            finally:
+                # From here on no signal handler raises, so the handlers below see every exception
+                # (an abort that races with a provider error replaces it and is caught below).
+                self._phase = _IDLE
+        except Abort as abort:
+            return abort.status, abort.detail
+        except ProviderError as exc:
+            return ExitStatus.PROVIDER_ERROR, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a provider bug must still end the run cleanly and saved
+            return ExitStatus.PROVIDER_ERROR, f"unexpected provider failure ({type(exc).__name__})"
+
+    def _record_reply(self, traj: Trajectory, step: int, completion: Completion) -> Message:
+        """Account the step's usage and append its reply (always an assistant message) to the history."""
+        self._account(traj, completion.usage)
+        reply = _valid_utf8(completion.message)
+        usage = completion.usage
+        self.reporter.progress(
+            f"step {step}: reply with {len(reply.tool_calls)} tool call(s); tokens: input "
+            f"{usage.input_tokens:,}, output {usage.output_tokens:,}, "
+            f"cache read {usage.cache_read_tokens:,}"
+        )
+        if reply.role != "assistant":
+            reply = reply.model_copy(update={"role": "assistant"})
+        traj.messages.append(reply)
+        return reply
+
+    def _nudge(self, traj: Trajectory, step: int, format_errors: int) -> Ending | None:
+        """After a reply without a tool call: the fixed nudge, then a checkpoint, or the ending."""
+        traj.messages.append(Message(role="user", content=FORMAT_ERROR_NUDGE))
+        self.reporter.progress(f"step {step}: reply had no tool call ({format_errors}/{MAX_FORMAT_ERRORS})")
+        if format_errors >= MAX_FORMAT_ERRORS:
+            return (
+                ExitStatus.REPEATED_FORMAT_ERROR,
+                f"{MAX_FORMAT_ERRORS} consecutive replies without a tool call",
+            )
+        if not self._checkpoint(traj):
+            return ExitStatus.SAVE_ERROR, "a checkpoint save failed"
+        return None
+
+    def _run_batch(self, traj: Trajectory, step: int, calls: list[ToolCall]) -> Ending | None:
         submission: str | None = None
         failure: tuple[ExitStatus, str] | None = None
         for call in calls:
@@ -340,73 +335,10 @@ class Agent:
         if final:
             traj.timing.ended_at = utc_now()
 
-    def _save(self, traj: Trajectory) -> bool:
-        """Synchronous save (after any overlapped one has finished); reports a failure on stderr."""
-        self._finish_pending_save()
-        if self.save is None:
-            return True
-        self.saves += 1
-        try:
-            self.save(traj)
-            return True
-        except Exception as exc:
-            self._report_save_failure(exc)
-            return False
-
-    def _report_save_failure(self, exc: BaseException) -> None:
-        self.save_failed = True
-        self.reporter.error(f"could not save the trajectory: {exc}")
-
     def _checkpoint(self, traj: Trajectory) -> bool:
-        """Save a Running checkpoint; False means the run must stop (resume mode only).
-
-        In fresh mode (`overlap_saves`) the trajectory is encoded now (or, for a plain save callable,
-        snapshotted) and the durable write runs in the save worker, overlapping the next model
-        request; `_finish_pending_save` waits for it before any tool runs and before any other save,
-        so no tool effect ever precedes the durable checkpoint of the turn before it.
-        """
+        """Stamp and save a Running checkpoint; False means the run must stop (resume mode only)."""
         self._stamp(traj)
-        if self.save is not None and self.overlap_saves and not self.stop_on_save_failure:
-            self._finish_pending_save()
-            self.saves += 1
-            encode, write = getattr(self.save, "encode", None), getattr(self.save, "write", None)
-            if callable(encode) and callable(write):
-                # Encoding here, not in the worker, keeps the worker off the GIL while this thread
-                # builds and sends the next request; the worker only does the durable write.
-                try:
-                    job = functools.partial(write, encode(traj))
-                except Exception as exc:
-                    self._report_save_failure(exc)
-                    return True
-            else:
-                job = functools.partial(self.save, _snapshot(traj))
-            if self._worker is None:
-                self._worker = _SaveWorker()
-            self._worker.submit(job)
-            self._pending = True
-            return True
-        ok = self._save(traj)
-        return ok or not self.stop_on_save_failure
-
-    def _finish_pending_save(self) -> None:
-        """Wait for an overlapped save and report its failure (main thread only)."""
-        if not self._pending or self._worker is None:
-            return
-        self._pending = False
-        error = self._worker.result()
-        if error is not None:
-            self._report_save_failure(error)
-
-    @contextlib.contextmanager
-    def _save_worker(self) -> Iterator[None]:
-        """The worker of this run is stopped when the run returns (it is started on first use)."""
-        try:
-            yield
-        finally:
-            self._finish_pending_save()
-            worker, self._worker = self._worker, None
-            if worker is not None:
-                worker.close()
+        return self._saver.checkpoint(traj)
 
     # -- signals ----------------------------------------------------------------------------------
     def _on_stop_signal(self, signum: int, _frame: object) -> None:
@@ -414,67 +346,10 @@ class Agent:
         self.request_stop(ExitStatus.INTERRUPTED, f"interrupted by {name}")
         if self._phase == _QUERY:
             self._phase = _IDLE
-            raise _Abort(ExitStatus.INTERRUPTED, f"interrupted by {name}")
+            raise Abort(ExitStatus.INTERRUPTED, f"interrupted by {name}")
 
     def _on_alarm(self, _signum: int, _frame: object) -> None:
         self._time_up = True
         if self._phase == _QUERY:
             self._phase = _IDLE
-            raise _Abort(ExitStatus.TIME_LIMIT, "time limit reached during a model request")
-
-    @contextlib.contextmanager
-    def _signal_handlers(self, time_limit: float) -> Iterator[None]:
-        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        previous = {
-            signal.SIGINT: signal.signal(signal.SIGINT, self._on_stop_signal),
-            signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_stop_signal),
-        }
-        if time_limit > 0:
-            previous[signal.SIGALRM] = signal.signal(signal.SIGALRM, self._on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, time_limit)
-        try:
-            yield
-        finally:
-            if time_limit > 0:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
-
-
-class _SaveWorker:
-    """One daemon thread running the checkpoint writes handed to it, in order, one at a time.
-
-    Long-lived so that handing over a checkpoint costs a queue put, not a thread start (which waits
-    for the new thread to be scheduled and then for the GIL to come back).
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._results: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name="tinyagent-save", daemon=True)
-        self._thread.start()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        self._jobs.put(job)
-
-    def result(self) -> BaseException | None:
-        """Wait for the oldest submitted save; its exception, or None when it succeeded."""
-        return self._results.get()
-
-    def close(self) -> None:
-        self._jobs.put(None)
-        self._thread.join()
-
-    def _serve(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            try:
-                job()
-            except BaseException as exc:  # reported by the main thread; never lost
-                self._results.put(exc)
-            else:
-                self._results.put(None)
+            raise Abort(ExitStatus.TIME_LIMIT, "time limit reached during a model request")
