@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, get_args
 
 from graymatter.constants import CONFIDENCE_LEVELS
-from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import Fact, Interface, Provenance
 from graymatter.store.rows import Dialect

@@ -8,7 +8,6 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from graymatter.constants import CONFIDENCE_LEVELS
-from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import Fact
 from graymatter.numeric import load_numpy
