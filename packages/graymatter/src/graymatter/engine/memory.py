@@ -352,12 +352,7 @@ class Memory(RecallMethods, CheckpointMethods):
     ) -> builtins.list[Fact]:
         """The newest ``limit`` facts of the agent, newest first (a bounded listing, e.g. REST ``/facts``)."""
         agent_id = self._agent(agent_id)
-        latest = getattr(self.store, "latest_facts", None)  # until the Store protocol declares it
-        if latest is None:  # the embedded store lists everything; newest first, cut here
-            facts = self.list(agent_id, include_superseded=include_superseded)
-            return builtins.list(reversed(facts))[:limit]
-        found: builtins.list[Fact] = latest(agent_id, limit, include_superseded=include_superseded)
-        return found
+        return self.store.latest_facts(agent_id, limit, include_superseded=include_superseded)
 
     # `list` is defined last so the builtin stays usable in the annotations above.
     def list(
