@@ -165,10 +165,9 @@ class _Service:
         from starlette.concurrency import run_in_threadpool
 
         store = self.memory.store
-        kind = "postgresql" if hasattr(store, "pool") else "sqlite"
+        kind = store.kind
         try:
-            probe = getattr(store, "ping", None)
-            await run_in_threadpool(probe if probe is not None else store.embedding_model)
+            await run_in_threadpool(store.ping)
         except Exception as exc:
             log.warning(
                 "health check failed: %s", str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -34,6 +34,7 @@ recency candidates are unaffected).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres import schema
@@ -45,6 +46,9 @@ from graymatter.store.postgres.rows import DIALECT, one
 from graymatter.store.postgres.tokens import PostgresTokenStore
 from graymatter.store.records import SharedRecords
 from graymatter.store.tokens import TokenStore
+
+if TYPE_CHECKING:
+    from graymatter.store.base import Store
 
 
 class PostgresStore(SharedRecords, PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch):
@@ -89,3 +93,10 @@ class PostgresStore(SharedRecords, PostgresFactWrites, PostgresFactReads, Postgr
     def reset_write_counter(self, agent_id: str) -> None:
         """Zero the agent's writes-since-consolidation counter."""
         self._write(lambda c: c.execute("DELETE FROM gm_counters WHERE agent_id = %s", (agent_id,)))
+
+
+if TYPE_CHECKING:
+
+    def _implements_store(store: PostgresStore) -> Store:
+        """The type checker proves here that the backend implements the whole ``Store`` protocol."""
+        return store

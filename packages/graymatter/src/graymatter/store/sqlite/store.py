@@ -15,6 +15,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graymatter.errors import StoreUnavailable
 from graymatter.fsutil import ensure_private_dir
@@ -28,6 +29,9 @@ from graymatter.store.sqlite.search import SQLiteKeywordSearch
 from graymatter.store.sqlite.tokens import SQLiteTokenStore
 from graymatter.store.sqlite.vectors import SQLiteVectors, VectorCache
 from graymatter.store.tokens import TokenStore
+
+if TYPE_CHECKING:
+    from graymatter.store.base import Store
 
 
 class SQLiteStore(SharedRecords, SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLiteVectors):
@@ -83,3 +87,10 @@ class SQLiteStore(SharedRecords, SQLiteFactWrites, SQLiteFactReads, SQLiteKeywor
     def reset_write_counter(self, agent_id: str) -> None:
         """Zero the agent's writes-since-consolidation counter."""
         self._write(lambda c: c.execute("DELETE FROM meta WHERE key = ?", (f"writes:{agent_id}",)))
+
+
+if TYPE_CHECKING:
+
+    def _implements_store(store: SQLiteStore) -> Store:
+        """The type checker proves here that the backend implements the whole ``Store`` protocol."""
+        return store
