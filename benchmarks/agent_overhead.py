@@ -1,6 +1,6 @@
 """Harness overhead per step and process start-up: tinyagent vs mini-swe-agent 2.4.6, same fixture model.
 
-Both agents talk to the same local fake provider (tests/support/provider_stubs.py, run as its own
+Both agents talk to the same local fake provider (tests/support/provider_stubs/, run as its own
 process on 127.0.0.1, OpenAI Chat Completions, non-streaming for parity: mini never streams). The
 fixture model answers K "work" steps with one bash call running `true`, then ends the run (tinyagent:
 the `submit` tool; mini: `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`, its submission protocol).
@@ -48,9 +48,11 @@ USAGE = {"input": 100, "output": 10}
 
 
 def _stubs() -> ModuleType:
-    """tests/support/provider_stubs.py, loaded by path (benchmarks do not import the test tree)."""
-    path = REPO_ROOT / "tests" / "support" / "provider_stubs.py"
-    spec = importlib.util.spec_from_file_location("_bench_provider_stubs", path)
+    """tests/support/provider_stubs/, loaded by path (benchmarks do not import the test tree)."""
+    path = REPO_ROOT / "tests" / "support" / "provider_stubs" / "__init__.py"
+    spec = importlib.util.spec_from_file_location(
+        "_bench_provider_stubs", path, submodule_search_locations=[str(path.parent)]
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

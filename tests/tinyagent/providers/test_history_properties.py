@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.provider_stubs import _VALIDATORS
+from support.provider_stubs import VALIDATORS
 from tinyagent.providers.anthropic import AnthropicProvider
 from tinyagent.providers.base import ProviderRequestError
 from tinyagent.providers.history import ANTHROPIC_ID_PATTERN, WireIds, check_pairing
@@ -85,7 +85,7 @@ def test_every_paired_history_yields_a_request_the_provider_accepts(adapters, hi
     headers = {"anthropic-version": "2023-06-01"}
     for wire, adapter in adapters:
         body = adapter.build_request(history, TOOLS, stream=stream)
-        problem = _VALIDATORS[wire](body, headers)
+        problem = VALIDATORS[wire](body, headers)
         assert problem is None, f"{wire}: {problem}"
 
 
