@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Literal
 
@@ -10,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 
 from graymatter.constants import Confidence
 from graymatter.errors import InvalidInput
-from graymatter.models import SignalWeights, default_weights
+from graymatter.models import SignalWeights, default_weights, require_finite
 from graymatter.validation import first_error
 
 EmbeddingMode = Literal["keyword", "auto", "ollama", "openai", "onnx", "hashing"]
@@ -80,9 +79,7 @@ class MemoryConfig(BaseModel):
     @field_validator("confidence_weight", "min_relevance", "half_life_hours")
     @classmethod
     def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("must be finite")
-        return value
+        return require_finite(value)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, **overrides: object) -> MemoryConfig:

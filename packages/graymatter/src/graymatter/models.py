@@ -15,6 +15,13 @@ Interface = Literal["cli", "mcp", "rest", "library", "import", "consolidation"]
 RecallScope = Literal["agent", "shared", "all"]
 
 
+def require_finite(value: float, message: str = "must be finite") -> float:
+    """``value`` if it is finite, else ``ValueError(message)`` (the body of a pydantic field validator)."""
+    if not math.isfinite(value):
+        raise ValueError(message)
+    return value
+
+
 def utcnow() -> datetime:
     """Current time, timezone-aware UTC, microsecond precision."""
     return datetime.now(UTC)
@@ -91,9 +98,7 @@ class SignalWeights(_Model):
     @field_validator("keyword", "vector", "recency")
     @classmethod
     def _finite(cls, value: float) -> float:
-        if not math.isfinite(value):
-            raise ValueError("signal weights must be finite")
-        return value
+        return require_finite(value, "signal weights must be finite")
 
 
 def default_weights() -> SignalWeights:
