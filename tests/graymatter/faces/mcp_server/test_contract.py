@@ -13,8 +13,8 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
-from graymatter.faces.mcp_server.server import TOOL_NAMES
-from graymatter.faces.mcp_server.tools import ON_MISSING_ERROR
+from graymatter.faces.mcp_server.arguments import ON_MISSING_ERROR
+from graymatter.faces.mcp_server.specs import TOOL_NAMES
 
 pytestmark = pytest.mark.timeout(120)
 

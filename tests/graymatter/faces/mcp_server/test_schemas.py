@@ -14,7 +14,8 @@ from graymatter.faces.mcp_server.schemas import (
     CheckpointResumeResult,
     output_schema_of,
 )
-from graymatter.faces.mcp_server.server import INSTRUCTIONS, TOOL_SPECS, build_server, estimate_tokens
+from graymatter.faces.mcp_server.server import build_server
+from graymatter.faces.mcp_server.specs import INSTRUCTIONS, TOOL_SPECS, estimate_tokens
 
 EXPECTED_TOOLS = [
     "memory_search",

@@ -22,7 +22,7 @@ import anyio
 import pytest
 from jsonschema import Draft202012Validator
 
-from graymatter.faces.mcp_server.server import INSTRUCTIONS, TOOL_NAMES
+from graymatter.faces.mcp_server.specs import INSTRUCTIONS, TOOL_NAMES
 from support.processes import graymatter_command, server_env
 
 pytestmark = pytest.mark.timeout(180)

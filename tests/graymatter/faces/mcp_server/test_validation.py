@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graymatter.errors import ToolFailure
-from graymatter.faces.mcp_server.server import TOOL_SPECS
-from graymatter.faces.mcp_server.tools import ON_MISSING_ERROR, validate_arguments
+from graymatter.faces.mcp_server.arguments import ON_MISSING_ERROR, validate_arguments
+from graymatter.faces.mcp_server.specs import TOOL_SPECS
 
 SPECS = {spec.name: spec for spec in TOOL_SPECS}
 

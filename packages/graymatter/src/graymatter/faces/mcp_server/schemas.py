@@ -78,7 +78,7 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
 def output_schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The published output schema of a result model. Raises at import time if generation fails."""
     generated = model.model_json_schema(schema_generator=_OutputSchema, mode="serialization")
-    schema = _inline_refs(generated, generated.get("$defs", {}))
+    schema: dict[str, Any] = _inline_refs(generated, generated.get("$defs", {}))
     if schema.get("type") != "object":
         raise TypeError(f"output schema of {model.__name__} must have a root object type")
     return schema
@@ -280,6 +280,12 @@ AGENT_ID_DESCRIPTION = (
     "Your memory namespace: any non-blank string, used unchanged. Pass __shared__ for project-wide memory."
 )
 CONFIDENCE_DESCRIPTION = "Your confidence in the fact: verified, inferred (default) or unverified."
+MinConfidence = Annotated[
+    ConfidenceLabel | None, Field(description="Only return facts at or above this confidence label.")
+]
+ConfidenceWeight = Annotated[
+    float, Field(ge=0.0, le=0.5, description="How strongly confidence labels adjust ranking (0 to 0.5).")
+]
 
 
 class MemorySearchArguments(ArgumentsModel):
@@ -287,12 +293,8 @@ class MemorySearchArguments(ArgumentsModel):
     query: str = Field(description="What you need to know, in natural language.")
     top_k: int = Field(default=8, ge=1, le=MAX_TOP_K, description="Maximum number of facts to return.")
     explain: bool = Field(default=False, description="Also return a ranking receipt for every fact.")
-    min_confidence: ConfidenceLabel | None = Field(
-        default=None, description="Only return facts at or above this confidence label."
-    )
-    confidence_weight: float = Field(
-        default=0.0, ge=0.0, le=0.5, description="How strongly confidence labels adjust ranking (0 to 0.5)."
-    )
+    min_confidence: MinConfidence = None
+    confidence_weight: ConfidenceWeight = 0.0
 
 
 class MemorySearchBatchArguments(ArgumentsModel):
@@ -303,12 +305,8 @@ class MemorySearchBatchArguments(ArgumentsModel):
         description="Every open question, one per entry; blank entries are skipped.",
     )
     top_k: int = Field(default=8, ge=1, le=MAX_TOP_K, description="Maximum number of facts per query.")
-    min_confidence: ConfidenceLabel | None = Field(
-        default=None, description="Only return facts at or above this confidence label."
-    )
-    confidence_weight: float = Field(
-        default=0.0, ge=0.0, le=0.5, description="How strongly confidence labels adjust ranking (0 to 0.5)."
-    )
+    min_confidence: MinConfidence = None
+    confidence_weight: ConfidenceWeight = 0.0
 
 
 class MemoryAddArguments(ArgumentsModel):
