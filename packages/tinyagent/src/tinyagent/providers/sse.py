@@ -12,12 +12,14 @@ import codecs
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from tinyagent.errors import TinyAgentError
+
 __all__ = ["MAX_PENDING", "SSEError", "SSEEvent", "SSEParser", "iter_sse", "iter_sse_bytes"]
 
 MAX_PENDING = 16 * 1024 * 1024  # bytes of one unfinished line or event; more is a broken stream
 
 
-class SSEError(ValueError):
+class SSEError(TinyAgentError, ValueError):
     """The stream cannot be a sane event stream (a line or event beyond MAX_PENDING)."""
 
 

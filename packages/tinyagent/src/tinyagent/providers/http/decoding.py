@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import zlib
 
+from tinyagent.errors import TinyAgentError
+
 __all__ = ["ContentDecoder", "DecodeError"]
 
 
-class DecodeError(Exception):
+class DecodeError(TinyAgentError):
     """A compressed response body could not be decoded."""
 
 

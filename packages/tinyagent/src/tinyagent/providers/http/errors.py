@@ -9,6 +9,7 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
+from tinyagent.errors import TinyAgentError
 from tinyagent.providers.base import (
     ProviderAuthError,
     ProviderConnectionError,
@@ -103,7 +104,7 @@ def error_for_status(
     )
 
 
-class TransportError(Exception):
+class TransportError(TinyAgentError):
     """The connection failed, dropped or timed out (mapped to ProviderConnectionError)."""
 
     def __init__(self, what: str, cause: BaseException | str) -> None:
