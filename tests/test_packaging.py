@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -21,13 +22,16 @@ SERVER_STACK = {"psycopg", "psycopg-binary", "psycopg-pool", "numpy", "uvicorn",
 pytestmark = pytest.mark.slow
 
 
-def _install(tmp_path: Path, requirement: str) -> Path:
+def _install(tmp_path: Path, wing: str) -> Path:
+    """A fresh venv with one wing installed from a copy of its folder (a build never writes into the repo)."""
+    source = tmp_path / wing
+    shutil.copytree(ROOT / "packages" / wing, source, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement],
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(source)],
         check=True,
         cwd=tmp_path,
         env=environ,
@@ -53,7 +57,7 @@ def _importable(python: Path, module: str) -> bool:
 
 
 def test_tinyagent_installs_without_the_memory_server_stack(tmp_path: Path) -> None:
-    python = _install(tmp_path, str(ROOT / "packages" / "tinyagent"))
+    python = _install(tmp_path, "tinyagent")
     installed = _distributions(python)
     assert "tinyagent" in installed
     assert installed & SERVER_STACK == set()
@@ -65,7 +69,7 @@ def test_tinyagent_installs_without_the_memory_server_stack(tmp_path: Path) -> N
 
 
 def test_graymatter_installs_without_agent_code_or_the_team_driver(tmp_path: Path) -> None:
-    python = _install(tmp_path, str(ROOT / "packages" / "graymatter"))
+    python = _install(tmp_path, "graymatter")
     installed = _distributions(python)
     assert "graymatter" in installed and "tinyagent" not in installed
     assert not {"psycopg", "psycopg-binary", "psycopg-pool"} & installed  # the `postgres` extra brings them
