@@ -22,7 +22,7 @@ table keyed by class that :func:`for_error` reads along the error's MRO::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypeVar
+from typing import Any, ClassVar, TypeVar
 
 _T = TypeVar("_T")
 
@@ -30,7 +30,13 @@ _T = TypeVar("_T")
 class GraymatterError(Exception):
     """Base class of every graymatter error."""
 
-    code: str = "graymatter_error"
+    code: ClassVar[str] = "graymatter_error"
+
+    def __init_subclass__(cls, *, code: str | None = None, **kwargs: Any) -> None:
+        """``class X(GraymatterError, code="x")`` gives ``X`` its stable code; without one it inherits."""
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.code = code
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -40,92 +46,64 @@ class GraymatterError(Exception):
         return self.message
 
 
-class InvalidInput(GraymatterError, ValueError):
+class InvalidInput(GraymatterError, ValueError, code="invalid_input"):
     """The request was malformed; nothing was changed."""
 
-    code = "invalid_input"
 
-
-class NotFound(GraymatterError, LookupError):
+class NotFound(GraymatterError, LookupError, code="not_found"):
     """No live record matched the request."""
 
-    code = "not_found"
 
-
-class NoCheckpoint(NotFound):
+class NoCheckpoint(NotFound, code="no_checkpoint"):
     """The agent has no checkpoint (or none with the requested id)."""
 
-    code = "no_checkpoint"
 
-
-class StorageError(GraymatterError):
+class StorageError(GraymatterError, code="storage_error"):
     """The store failed to serve the request (I/O, locking, permissions, ...)."""
 
-    code = "storage_error"
 
-
-class StoreUnavailable(StorageError):
+class StoreUnavailable(StorageError, code="store_unavailable"):
     """The store cannot be opened or reached at all."""
 
-    code = "store_unavailable"
 
-
-class SchemaTooNew(StorageError):
+class SchemaTooNew(StorageError, code="schema_too_new"):
     """The database was written by a newer graymatter; it is left untouched."""
 
-    code = "schema_too_new"
 
-
-class CorruptDatabase(StorageError):
+class CorruptDatabase(StorageError, code="corrupt_database"):
     """The database file is damaged, truncated or not a graymatter database; it is left untouched."""
 
-    code = "corrupt_database"
 
-
-class CorruptRecord(GraymatterError):
+class CorruptRecord(GraymatterError, code="corrupt_record"):
     """A stored record exists but cannot be decoded."""
 
-    code = "corrupt_record"
 
-
-class EmbeddingError(GraymatterError):
+class EmbeddingError(GraymatterError, code="embedding_error"):
     """An embedding provider failed. Writes never surface this; the fact is queued for re-embedding."""
 
-    code = "embedding_error"
 
-
-class ProviderError(GraymatterError):
+class ProviderError(GraymatterError, code="provider_error"):
     """An LLM provider used for consolidation failed or answered with something unusable."""
-
-    code = "provider_error"
 
 
 class InvalidToken(InvalidInput):
     """A token argument or scope definition is malformed."""
 
 
-class AccessDenied(GraymatterError):
+class AccessDenied(GraymatterError, code="forbidden"):
     """The authenticated principal may not perform this operation on this agent namespace (HTTP 403)."""
 
-    code = "forbidden"
 
-
-class HttpSecurityError(GraymatterError):
+class HttpSecurityError(GraymatterError, code="http_security"):
     """The HTTP security settings are unusable (e.g. --no-auth on a public address)."""
 
-    code = "http_security"
 
-
-class CliUsageError(GraymatterError):
+class CliUsageError(GraymatterError, code="usage_error"):
     """A command-line usage error (exit 2)."""
 
-    code = "usage_error"
 
-
-class ToolFailure(GraymatterError):
+class ToolFailure(GraymatterError, code="tool_failure"):
     """An MCP tool error whose message is sent to the caller word for word (text-only ``isError``)."""
-
-    code = "tool_failure"
 
 
 def for_error(table: Mapping[type[BaseException], _T], exc: BaseException, default: _T) -> _T:
