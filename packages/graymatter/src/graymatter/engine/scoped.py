@@ -6,13 +6,13 @@ import builtins
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from graymatter.config import MemoryConfig
 from graymatter.constants import SHARED_AGENT_ID, Confidence
 from graymatter.engine.access import Principal, current_principal
 from graymatter.engine.lifecycle import Summariser
-from graymatter.engine.memory_api import MemoryAPI, ProvenanceArg
+from graymatter.engine.memory_api import MemoryAPI, ProvenanceArg, RecallOptions
 from graymatter.errors import AccessDenied
 from graymatter.models import (
     BatchRecallResult,
@@ -26,7 +26,6 @@ from graymatter.models import (
     Provenance,
     RecallExplanation,
     RecallHit,
-    RecallScope,
     Revision,
 )
 
@@ -209,35 +208,29 @@ class ScopedMemory:
 
     # -- reads -------------------------------------------------------------------------------------
     def recall(
-        self,
-        agent_id: str,
-        query: str,
-        top_k: int | None = None,
-        *,
-        scope: RecallScope = "agent",
-        **options: Any,
+        self, agent_id: str, query: str, top_k: int | None = None, **options: Unpack[RecallOptions]
     ) -> builtins.list[RecallHit]:
-        self._check(agent_id, write=False, scope=scope)
-        return self._memory.recall(agent_id, query, top_k, scope=scope, **options)
+        self._check(agent_id, write=False, scope=options.get("scope", "agent"))
+        return self._memory.recall(agent_id, query, top_k, **options)
 
-    def recall_shared(self, query: str, top_k: int | None = None, **options: Any) -> builtins.list[RecallHit]:
+    def recall_shared(
+        self, query: str, top_k: int | None = None, **options: Unpack[RecallOptions]
+    ) -> builtins.list[RecallHit]:
         self._check_shared(write=False)
         return self._memory.recall_shared(query, top_k, **options)
 
     def recall_explain(
-        self,
-        agent_id: str,
-        query: str,
-        top_k: int | None = None,
-        *,
-        scope: RecallScope = "agent",
-        **options: Any,
+        self, agent_id: str, query: str, top_k: int | None = None, **options: Unpack[RecallOptions]
     ) -> builtins.list[RecallExplanation]:
-        self._check(agent_id, write=False, scope=scope)
-        return self._memory.recall_explain(agent_id, query, top_k, scope=scope, **options)
+        self._check(agent_id, write=False, scope=options.get("scope", "agent"))
+        return self._memory.recall_explain(agent_id, query, top_k, **options)
 
     def recall_batch(
-        self, agent_id: str, queries: Sequence[str], top_k: int | None = None, **options: Any
+        self,
+        agent_id: str,
+        queries: Sequence[str],
+        top_k: int | None = None,
+        **options: Unpack[RecallOptions],
     ) -> builtins.list[BatchRecallResult]:
         self._check(agent_id, write=False, scope=options.get("scope", "agent"))
         return self._memory.recall_batch(agent_id, queries, top_k, **options)
