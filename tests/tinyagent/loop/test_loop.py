@@ -1,94 +1,15 @@
-"""The agent loop with the scripted in-process model: endings, limits, accounting, saves."""
+"""The agent loop with the scripted in-process model: endings, limits, accounting (saves: test_loop_saves)."""
 
 from __future__ import annotations
 
-import io
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from support.loop_agent import NEVER_SUBMITS, assert_paired, make, saved
 from support.tinyagent_cli import call, reply
-from tinyagent.config.settings import Settings
-from tinyagent.loop.agent import Agent
-from tinyagent.output import Reporter
-from tinyagent.prompts import FORMAT_ERROR_NUDGE, build_system_prompt
-from tinyagent.providers.scripted import ScriptedProvider
-from tinyagent.runner import new_trajectory
-from tinyagent.tools.toolbox import Toolbox
-from tinyagent.trajectory.atomic import SaveError
-from tinyagent.trajectory.files import load_trajectory, save_trajectory
-from tinyagent.trajectory.models import ExitStatus, Trajectory
-
-NEVER_SUBMITS = reply(call("bash", command="true"), usage={"input_tokens": 10, "output_tokens": 2})
-
-
-def make(
-    tmp_path: Path,
-    replies: list[dict[str, Any]],
-    *,
-    step_limit: int = 0,
-    cost_limit: float = 0.0,
-    time_limit: float = 0.0,
-    save: Any = "file",
-    stop_on_save_failure: bool = False,
-    clock: Any = None,
-    price: Any = None,
-) -> tuple[Agent, Trajectory, ScriptedProvider, io.StringIO]:
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    settings = Settings(
-        provider="scripted",
-        model="scripted",
-        cwd=str(work.resolve()),
-        step_limit=step_limit,
-        cost_limit=cost_limit,
-        time_limit=time_limit,
-        tool_timeout=20,
-    )
-    trajectory = new_trajectory("do the task", settings, build_system_prompt(settings.cwd, "auto"))
-    provider = ScriptedProvider(replies=replies)
-    stderr = io.StringIO()
-    out = tmp_path / "run.json"
-    if save == "file":
-        save = lambda traj: save_trajectory(traj, out)  # noqa: E731
-    kwargs: dict[str, Any] = {}
-    if clock is not None:
-        kwargs["clock"] = clock
-    if price is not None:
-        kwargs["price"] = price
-    agent = Agent(
-        provider,
-        Toolbox(work, timeout=20),
-        stream=False,
-        save=save,
-        reporter=Reporter(stderr),
-        stop_on_save_failure=stop_on_save_failure,
-        **kwargs,
-    )
-    return agent, trajectory, provider, stderr
-
-
-def saved(tmp_path: Path) -> Trajectory:
-    return load_trajectory(tmp_path / "run.json")
-
-
-def assert_paired(trajectory: Trajectory) -> None:
-    """Every assistant tool call is answered, in order, by exactly one tool message right after it."""
-    messages = trajectory.messages
-    assert [m.role for m in messages[:2]] == ["system", "user"]
-    index = 2
-    while index < len(messages):
-        message = messages[index]
-        assert message.role in ("assistant", "user")
-        index += 1
-        if message.role == "assistant":
-            for tool_call in message.tool_calls:
-                result = messages[index]
-                assert result.role == "tool"
-                assert (result.tool_call_id, result.name) == (tool_call.id, tool_call.name)
-                index += 1
+from tinyagent.prompts import FORMAT_ERROR_NUDGE
+from tinyagent.trajectory.models import ExitStatus
 
 
 def test_submitted_run_records_every_result_in_order(tmp_path: Path) -> None:
@@ -268,89 +189,6 @@ def test_unknown_price_warns_once_and_marks_cost_unknown(tmp_path: Path) -> None
     assert stderr.getvalue().count("unknown price") == 1
 
 
-def test_fresh_mode_save_failure_is_reported_and_the_run_continues(tmp_path: Path) -> None:
-    calls = {"n": 0}
-
-    def flaky(traj: Trajectory) -> None:
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise SaveError("disk full")
-
-    agent, traj, provider, stderr = make(
-        tmp_path, [NEVER_SUBMITS, reply(call("submit", answer="ok"))], save=flaky
-    )
-    agent.run(traj)
-    assert traj.exit_status is ExitStatus.SUBMITTED
-    assert agent.save_failed
-    assert len(provider.requests) == 2
-    assert "error: could not save the trajectory: disk full" in stderr.getvalue()
-
-
-@pytest.mark.parametrize(("failing_save", "expected_requests"), [(1, 0), (2, 1)])
-def test_resume_mode_save_failure_stops_all_further_work(
-    tmp_path: Path, failing_save: int, expected_requests: int
-) -> None:
-    out = tmp_path / "run.json"
-    calls = {"n": 0}
-
-    def failing(traj: Trajectory) -> None:
-        calls["n"] += 1
-        if calls["n"] >= failing_save:
-            raise SaveError("injected")
-        save_trajectory(traj, out)
-
-    agent, traj, provider, _ = make(
-        tmp_path,
-        [reply(call("write_file", path="a", content="1")), reply(call("write_file", path="b", content="2"))],
-        save=failing,
-        stop_on_save_failure=True,
-    )
-    agent.run(traj)
-    assert traj.exit_status is ExitStatus.SAVE_ERROR
-    assert len(provider.requests) == expected_requests
-    assert not (tmp_path / "work/b").exists()
-    if failing_save == 2:  # the last valid checkpoint is the initial one, still readable
-        on_disk = load_trajectory(out)
-        assert on_disk.exit_status is ExitStatus.RUNNING
-        assert len(on_disk.messages) == 2
-
-
-def test_running_checkpoints_end_at_a_query_boundary(tmp_path: Path) -> None:
-    snapshots: list[dict[str, Any]] = []
-    agent, traj, _, _ = make(
-        tmp_path,
-        [
-            reply(call("bash", command="true"), call("bash", command="true")),
-            {"content": "thinking"},
-            reply(call("submit", answer="ok")),
-        ],
-        save=lambda t: snapshots.append(json.loads(t.model_dump_json())),
-    )
-    agent.run(traj)
-    running = [s for s in snapshots if s["exit_status"] == "Running"]
-    assert len(running) == 3  # initial, after the tool batch, after the nudge
-    for snap in running:
-        last = snap["messages"][-1]
-        assert last["role"] in ("user", "tool")
-        restored = Trajectory.model_validate(snap)
-        assert_paired(restored)
-
-
-def test_agent_continues_an_existing_trajectory_with_cumulative_totals(tmp_path: Path) -> None:
-    first, traj, _, _ = make(tmp_path, [NEVER_SUBMITS] * 3, step_limit=2)
-    first.run(traj)
-    assert traj.exit_status is ExitStatus.STEP_LIMIT
-    restored = load_trajectory(tmp_path / "run.json")
-    restored.limits.step_limit = 4
-    second, _, provider, _ = make(tmp_path, [NEVER_SUBMITS, reply(call("submit", answer="finally"))])
-    second.run(restored)
-    assert restored.exit_status is ExitStatus.SUBMITTED
-    assert restored.totals.steps == 4
-    assert restored.totals.input_tokens == 30
-    assert len(provider.requests) == 2
-    assert len(provider.requests[0]) == len(traj.messages)  # the whole restored history was sent
-
-
 def test_default_price_prefers_reported_cost_then_table_and_treats_ollama_as_free() -> None:
     from tinyagent.loop.agent import default_price
     from tinyagent.types import Usage
@@ -361,87 +199,6 @@ def test_default_price_prefers_reported_cost_then_table_and_treats_ollama_as_fre
     assert default_price("openai")("no-such-model-xyz", usage) is None
     known = default_price("openai")("gpt-4.1-mini", usage)
     assert known is not None and known > 0
-
-
-@pytest.mark.parametrize("resume_mode", [False, True], ids=["fresh-overlapped", "resume-synchronous"])
-def test_a_checkpoint_is_complete_before_any_later_tool_or_save(tmp_path: Path, resume_mode: bool) -> None:
-    import threading
-    import time
-
-    events: list[str] = []
-    lock = threading.Lock()
-
-    def slow_save(traj: Trajectory) -> None:
-        with lock:
-            events.append(f"save-start {len(traj.messages)}")
-        time.sleep(0.05)
-        with lock:
-            events.append(f"save-end {len(traj.messages)}")
-
-    agent, traj, provider, _ = make(
-        tmp_path,
-        [NEVER_SUBMITS, NEVER_SUBMITS, reply(call("submit", answer="ok"))],
-        save=slow_save,
-        stop_on_save_failure=resume_mode,
-    )
-    original_complete = provider.complete
-
-    def recording_complete(*args, **kwargs):
-        with lock:
-            events.append("request")
-        return original_complete(*args, **kwargs)
-
-    provider.complete = recording_complete  # type: ignore[method-assign]
-    original_run = agent.toolbox.run
-
-    def recording_run(tool_call):
-        with lock:
-            events.append("tool")
-        return original_run(tool_call)
-
-    agent.toolbox.run = recording_run  # type: ignore[method-assign]
-    agent.run(traj)
-    assert traj.exit_status is ExitStatus.SUBMITTED
-    open_saves = 0
-    for event in events:
-        if event.startswith("save-start"):
-            assert open_saves == 0  # never two saves at once
-            open_saves += 1
-        elif event.startswith("save-end"):
-            open_saves -= 1
-        elif event == "tool":
-            assert open_saves == 0  # no tool runs while a checkpoint is still being written
-        elif event == "request" and resume_mode:
-            assert open_saves == 0  # resume mode: saves are synchronous
-    assert open_saves == 0
-    assert [e.split()[0] for e in events].count("save-start") == 4  # initial, 2 turns, final
-
-
-def test_sigint_in_process_abandons_the_request_and_saves(tmp_path: Path) -> None:
-    import os
-    import signal
-    import threading
-
-    agent, traj, provider, _ = make(tmp_path, [NEVER_SUBMITS, {"sleep": 30, **NEVER_SUBMITS}])
-    original = provider.complete
-    fired: list[bool] = []
-
-    def complete_then_signal(*args, **kwargs):
-        if len(provider.requests) == 1:  # the second request: interrupt it while it sleeps
-            timer = threading.Timer(0.2, lambda: (fired.append(True), os.kill(os.getpid(), signal.SIGINT)))
-            timer.start()
-        return original(*args, **kwargs)
-
-    provider.complete = complete_then_signal  # type: ignore[method-assign]
-    previous = signal.getsignal(signal.SIGINT)
-    agent.run(traj)
-    assert fired == [True]
-    assert signal.getsignal(signal.SIGINT) is previous  # handlers restored
-    assert traj.exit_status is ExitStatus.INTERRUPTED
-    assert traj.exit_detail == "interrupted by SIGINT"
-    assert traj.totals.steps == 2
-    assert_paired(traj)
-    assert saved(tmp_path) == traj
 
 
 def test_replies_with_lone_surrogates_are_made_saveable(tmp_path: Path) -> None:
