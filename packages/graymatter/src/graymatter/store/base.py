@@ -25,6 +25,12 @@ from graymatter.models import Checkpoint, Fact, Link, MemoryStats
 from graymatter.store.tokens import TokenStore
 
 Vector = Sequence[float]
+Vectors = Sequence[Vector | None] | None
+"""One optional vector per fact, or none at all."""
+Confidences = Sequence[str] | None
+"""The confidence labels candidates are restricted to (``None`` = no restriction)."""
+Kinds = Sequence[str]
+"""Fact kinds (``fact``, ``alias``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,10 +68,7 @@ class Store(Protocol):
 
     # -- facts -------------------------------------------------------------------------------------
     def add_facts(
-        self,
-        facts: Sequence[Fact],
-        vectors: Sequence[Vector | None] | None = None,
-        embedding_model: str | None = None,
+        self, facts: Sequence[Fact], vectors: Vectors = None, embedding_model: str | None = None
     ) -> None:
         """Insert new facts (ids must be new) with optional vectors made by ``embedding_model``.
 
@@ -83,11 +86,7 @@ class Store(Protocol):
         """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
 
     def list_facts(
-        self,
-        agent_id: str | None = None,
-        *,
-        include_superseded: bool = True,
-        kinds: Sequence[str] = ("fact",),
+        self, agent_id: str | None = None, *, include_superseded: bool = True, kinds: Kinds = ("fact",)
     ) -> list[Fact]:
         """Facts of one agent (or all agents when ``None``), oldest first."""
 
@@ -132,11 +131,7 @@ class Store(Protocol):
         """Number of live facts containing each (normalised, unstemmed) term, as the index sees it."""
 
     def keyword_search(
-        self,
-        agent_ids: Sequence[str],
-        terms: Sequence[str],
-        limit: int,
-        confidences: Sequence[str] | None = None,
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
         """Full-text (BM25, stemmed) matches of any of ``terms``, best first, at most ``limit``.
 
@@ -145,12 +140,7 @@ class Store(Protocol):
         pick among them by insertion order (deterministic for a given store)."""
 
     def vector_search(
-        self,
-        agent_ids: Sequence[str],
-        query: Vector,
-        model: str,
-        limit: int,
-        confidences: Sequence[str] | None = None,
+        self, agent_ids: Sequence[str], query: Vector, model: str, limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
         """Cosine-nearest facts embedded by ``model``, best first, at most ``limit``."""
 
@@ -158,9 +148,7 @@ class Store(Protocol):
         """``(created_at, confidence)`` of the live ``fact``-kind facts among ``fact_ids`` (others omitted);
         what ranking needs without decoding whole facts."""
 
-    def recent(
-        self, agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None = None
-    ) -> list[str]:
+    def recent(self, agent_ids: Sequence[str], limit: int, confidences: Confidences = None) -> list[str]:
         """Ids of the newest live facts (``created_at`` desc, then ``id``), at most ``limit``."""
 
     # -- embeddings --------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from typing import Any
 
 from graymatter.errors import CorruptRecord
 from graymatter.models import Checkpoint, Fact, Link, Provenance
+from graymatter.store.base import Vector
 
 FACT_COLUMNS = (
     "id, agent_id, text, kind, equivalents, created_at, accessed_at, access_count, weight, "
@@ -31,6 +32,10 @@ class Dialect:
     """Prefix of the table names (``gm_`` on PostgreSQL, where the schema is shared)."""
     to_db_time: Callable[[datetime], Any]
     from_db_time: Callable[[Any], datetime | None]
+    decode_fact: Callable[[Sequence[Any]], Fact]
+    """A fact from a :data:`FACT_COLUMNS` row."""
+    insertion_order: str
+    """The column that orders facts as they were inserted."""
 
     def table(self, name: str) -> str:
         """The backend's name of a table."""
@@ -45,6 +50,31 @@ class Dialect:
         if self.mark == "?":
             return f"{column} IN ({self.marks(len(values))})", list(values)
         return f"{column} = ANY(%s)", [list(values)]
+
+    def restrict(self, column: str, values: Sequence[Any] | None, params: list[Any]) -> str:
+        """`` AND column`` is one of ``values`` (parameters appended to ``params``); nothing for ``None``."""
+        if values is None:
+            return ""
+        condition, extra = self.any_of(column, values)
+        params.extend(extra)
+        return f" AND {condition}"
+
+
+def aligned_vectors(facts: Sequence[Fact], vectors: Sequence[Vector | None] | None) -> list[Vector | None]:
+    """One optional vector per fact (all ``None`` when no vectors are given)."""
+    aligned: list[Vector | None] = list(vectors) if vectors is not None else [None] * len(facts)
+    if len(aligned) != len(facts):
+        raise ValueError("vectors must align with facts")
+    return aligned
+
+
+def searchable_terms(
+    terms: Sequence[str], agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None
+) -> list[str]:
+    """The non-blank search terms, or none when the search cannot return anything."""
+    if not agent_ids or limit <= 0 or confidences == []:
+        return []
+    return [t for t in terms if t.strip()]
 
 
 def embed_state(fact: Fact, model: str | None, usable_vector: bool) -> int:

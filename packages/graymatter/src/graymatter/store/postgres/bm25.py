@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
-from graymatter.store.base import ScoredId
+from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres.connection import PostgresConnections
-from graymatter.store.postgres.rows import one
+from graymatter.store.postgres.rows import DIALECT, one
 from graymatter.store.postgres.tokenizer import clip_lexeme, tsquery_literal, tsquery_phrase
+from graymatter.store.rows import searchable_terms
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -93,25 +95,25 @@ def _phrase_score(
     return score if matched else None
 
 
-def _phrase_search(
-    c: psycopg.Connection[Any],
-    groups: list[list[str]],
-    agent_ids: Sequence[str],
-    limit: int,
-    confidences: Sequence[str] | None,
-) -> list[ScoredId]:
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One keyword search: where it looks, how many it returns, and the corpus statistics."""
+
+    agent_ids: Sequence[str]
+    limit: int
+    confidences: Confidences
+    docs: int
+    tokens: int
+
+
+def _phrase_search(c: psycopg.Connection[Any], groups: list[list[str]], search: _Search) -> list[ScoredId]:
     """BM25 where some query terms are phrases (adjacent stems, in order), scored like FTS5."""
-    docs, tokens = _corpus(c)
-    if docs <= 0:
-        return []
+    docs, tokens = search.docs, search.tokens
     live = _phrase_groups(c, groups)
     if not live:
         return []
-    params: list[Any] = [" | ".join(f"({q})" for _, q, _ in live), list(agent_ids)]
-    clause = ""
-    if confidences is not None:
-        clause = " AND f.confidence = ANY(%s)"
-        params.append(list(confidences))
+    params: list[Any] = [" | ".join(f"({q})" for _, q, _ in live), list(search.agent_ids)]
+    clause = DIALECT.restrict("f.confidence", search.confidences, params)
     params.append(sorted({s for g, _, _ in live for s in g}))
     found: dict[str, tuple[datetime, int, dict[str, set[int]]]] = {}
     for fact_id, created, doc_len, lexeme, positions in c.execute(
@@ -126,33 +128,39 @@ def _phrase_search(
         if score is not None:
             scored.append((-score, created, fact_id))
     scored.sort()
-    return [ScoredId(fid, -neg) for neg, _, fid in scored[:limit]]
+    return [ScoredId(fid, -neg) for neg, _, fid in scored[: search.limit]]
 
 
-def _word_search(
-    c: psycopg.Connection[Any],
-    stems: list[str],
-    agent_ids: Sequence[str],
-    limit: int,
-    confidences: Sequence[str] | None,
-) -> list[ScoredId]:
+def _word_search(c: psycopg.Connection[Any], stems: list[str], search: _Search) -> list[ScoredId]:
     """BM25 of single-word terms, summed in SQL over the covering postings index."""
-    docs, tokens = _corpus(c)
-    if docs <= 0:
-        return []
+    docs, tokens = search.docs, search.tokens
     frequencies = _stem_frequencies(c, sorted(set(stems)))
     present = [s for s in stems if frequencies.get(s, 0) > 0]
     if not present:
         return []
     weights = [idf(docs, frequencies[s]) for s in present]
-    params: list[Any] = [present, weights, tokens / docs if tokens else 1.0, list(agent_ids)]
-    confidence_clause = ""
-    if confidences is not None:
-        confidence_clause = " AND p.confidence = ANY(%s)"
-        params.append(list(confidences))
-    params.append(limit)
-    rows = c.execute(_WORD_SQL.format(confidence=confidence_clause), params).fetchall()
+    params: list[Any] = [present, weights, tokens / docs if tokens else 1.0, list(search.agent_ids)]
+    clause = DIALECT.restrict("p.confidence", search.confidences, params)
+    params.append(search.limit)
+    rows = c.execute(_WORD_SQL.format(confidence=clause), params).fetchall()
     return [ScoredId(r[0], float(r[1])) for r in rows]
+
+
+def _search(
+    c: psycopg.Connection[Any],
+    groups: list[list[str]],
+    agent_ids: Sequence[str],
+    limit: int,
+    confidences: Confidences,
+) -> list[ScoredId]:
+    """Phrase scoring when any term is a phrase, else the postings path; nothing on an empty corpus."""
+    docs, tokens = _corpus(c)
+    if docs <= 0:
+        return []
+    search = _Search(agent_ids, limit, confidences, docs, tokens)
+    if any(len(g) > 1 for g in groups):
+        return _phrase_search(c, groups, search)
+    return _word_search(c, [g[0] for g in groups], search)
 
 
 class PostgresKeywordSearch(PostgresConnections):
@@ -177,21 +185,12 @@ class PostgresKeywordSearch(PostgresConnections):
         return {term: min((frequencies.get(s, 0) for s in group), default=0) for term, group in stems.items()}
 
     def keyword_search(
-        self,
-        agent_ids: Sequence[str],
-        terms: Sequence[str],
-        limit: int,
-        confidences: Sequence[str] | None = None,
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
-        """Full-text (BM25, stemmed) matches of any of ``terms``, best first, at most ``limit``."""
-        kept = [t for t in terms if t.strip()]
-        if not kept or not agent_ids or limit <= 0 or confidences == []:
-            return []
+        """FTS5's BM25 computed here: postings for single words, tsvector positions for phrases."""
         # FTS5 scores every query phrase separately, even two terms with one stem: keep duplicates.
+        kept = searchable_terms(terms, agent_ids, limit, confidences)
         groups = [g for g in (self._term_stems([t])[t] for t in kept) if g]
         if not groups:
             return []
-        if any(len(g) > 1 for g in groups):
-            return self._read(lambda c: _phrase_search(c, groups, agent_ids, limit, confidences))
-        stems = [g[0] for g in groups]
-        return self._read(lambda c: _word_search(c, stems, agent_ids, limit, confidences))
+        return self._read(lambda c: _search(c, groups, agent_ids, limit, confidences))

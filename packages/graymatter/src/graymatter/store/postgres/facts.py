@@ -9,12 +9,12 @@ from typing import Any
 import psycopg
 
 from graymatter.models import Fact
-from graymatter.store.base import Vector
+from graymatter.store.base import Vector, Vectors
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres.fulltext import insert_facts, unindex
 from graymatter.store.postgres.rows import current_model
 from graymatter.store.postgres.vectors import PostgresVectors
-from graymatter.store.rows import EMBED_DONE, embed_state
+from graymatter.store.rows import EMBED_DONE, aligned_vectors, embed_state
 
 
 class PostgresFactWrites(PostgresVectors):
@@ -23,15 +23,10 @@ class PostgresFactWrites(PostgresVectors):
     _tokenizer: FtsTokenizer
 
     def add_facts(
-        self,
-        facts: Sequence[Fact],
-        vectors: Sequence[Vector | None] | None = None,
-        embedding_model: str | None = None,
+        self, facts: Sequence[Fact], vectors: Vectors = None, embedding_model: str | None = None
     ) -> None:
-        """Insert new facts (ids must be new) with optional vectors made by ``embedding_model``."""
-        aligned = list(vectors) if vectors is not None else [None] * len(facts)
-        if len(aligned) != len(facts):
-            raise ValueError("vectors must align with facts")
+        """One transaction: COPY of the rows and postings, then the usable vectors."""
+        aligned = aligned_vectors(facts, vectors)
         if not facts:
             return
 

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
 from graymatter.models import Fact, MemoryStats
+from graymatter.store.base import Confidences
+from graymatter.store.listings import SharedListings
 from graymatter.store.postgres.connection import PostgresConnections
-from graymatter.store.postgres.rows import decode_fact, one, utc
-from graymatter.store.rows import FACT_COLUMNS
+from graymatter.store.postgres.rows import DIALECT, one, utc
+from graymatter.store.records import SharedRecords
 
 _NEIGHBOURS_SQL = (
     "SELECT a.id, n.id, n.created_at FROM gm_facts a"
@@ -55,24 +57,15 @@ def _neighbours(c: psycopg.Connection[Any], ids: list[str], window: int) -> dict
     return {fid: [o for _, o in sorted(out.get(fid, []))] for fid in ids if fid in live}
 
 
-class PostgresFactReads(PostgresConnections):
+class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
     """The fact-reading half of the PostgreSQL store (mixed into :class:`PostgresStore`)."""
-
-    if TYPE_CHECKING:
-
-        def _record_counts(self, c: Any, agent_id: str) -> tuple[int, int]: ...
-
-    def _facts(self, where: str, params: Sequence[Any]) -> list[Fact]:
-        query = f"SELECT {FACT_COLUMNS} FROM gm_facts {where}"
-        rows = self._read(lambda c: c.execute(query, params).fetchall())
-        return [decode_fact(r) for r in rows]
 
     def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
         """Facts with the given ids, in the order given; unknown ids are omitted."""
         ids = list(dict.fromkeys(fact_ids))
         if not ids:
             return []
-        found = {f.id: f for f in self._facts("WHERE id = ANY(%s)", (ids,))}
+        found = {f.id: f for f in self._listing("WHERE id = ANY(%s)", (ids,))}
         return [found[i] for i in ids if i in found]
 
     def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
@@ -94,39 +87,16 @@ class PostgresFactReads(PostgresConnections):
         where = (
             "WHERE agent_id = %s AND md5(text) = md5(%s) AND text = %s AND kind = %s ORDER BY created_at, id"
         )
-        return self._facts(where, (agent_id, text, text, kind))
-
-    def list_facts(
-        self,
-        agent_id: str | None = None,
-        *,
-        include_superseded: bool = True,
-        kinds: Sequence[str] = ("fact",),
-    ) -> list[Fact]:
-        """Facts of one agent (or all agents when ``None``), oldest first."""
-        clauses = ["kind = ANY(%s)"]
-        params: list[Any] = [list(kinds)]
-        if agent_id is not None:
-            clauses.append("agent_id = %s")
-            params.append(agent_id)
-        if not include_superseded:
-            clauses.append("superseded_by IS NULL")
-        return self._facts(f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params)
-
-    def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
-        """The newest ``limit`` facts of one agent, newest first (bounded; for listing endpoints)."""
-        live = "" if include_superseded else " AND superseded_by IS NULL"
-        where = f"WHERE agent_id = %s AND kind = 'fact'{live} ORDER BY created_at DESC, id DESC LIMIT %s"
-        return self._facts(where, (agent_id, limit))
+        return self._listing(where, (agent_id, text, text, kind))
 
     def iter_facts(self, batch: int = 5000) -> Iterator[Fact]:
         """Every fact of every kind, oldest first, streamed in batches."""
         last: tuple[datetime, str] | None = None
         while True:
             if last is None:
-                rows = self._facts("ORDER BY created_at, id LIMIT %s", [batch])
+                rows = self._listing("ORDER BY created_at, id LIMIT %s", [batch])
             else:
-                rows = self._facts(
+                rows = self._listing(
                     "WHERE (created_at, id) > (%s, %s) ORDER BY created_at, id LIMIT %s", [*last, batch]
                 )
             if not rows:
@@ -151,15 +121,6 @@ class PostgresFactReads(PostgresConnections):
             out.setdefault(by, []).append(fact_id)
         return out
 
-    def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
-        """Live alias facts of the given namespaces, oldest first."""
-        if not agent_ids:
-            return []
-        where = (
-            "WHERE agent_id = ANY(%s) AND kind = 'alias' AND superseded_by IS NULL ORDER BY created_at, id"
-        )
-        return self._facts(where, (list(agent_ids),))
-
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """For each live fact: ids of the live facts its agent wrote right before/after it, oldest first."""
         ids = list(dict.fromkeys(fact_ids))
@@ -167,20 +128,15 @@ class PostgresFactReads(PostgresConnections):
             return {}
         return self._read(lambda c: _neighbours(c, ids, window))
 
-    def recent(
-        self, agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None = None
-    ) -> list[str]:
+    def recent(self, agent_ids: Sequence[str], limit: int, confidences: Confidences = None) -> list[str]:
         """Ids of the newest live facts (``created_at`` desc, then ``id``), at most ``limit``."""
         if not agent_ids or limit <= 0 or confidences == []:
             return []
         parts = []
         params: list[Any] = []
         for agent in dict.fromkeys(agent_ids):
-            clause = ""
             params.append(agent)
-            if confidences is not None:
-                clause = " AND confidence = ANY(%s)"
-                params.append(list(confidences))
+            clause = DIALECT.restrict("confidence", confidences, params)
             parts.append(
                 "(SELECT id, created_at FROM gm_facts WHERE agent_id = %s AND superseded_by IS NULL "
                 f"AND kind = 'fact'{clause} ORDER BY created_at DESC, id LIMIT %s)"

@@ -23,9 +23,6 @@ def _as_is(moment: datetime) -> datetime:
     return moment
 
 
-DIALECT = Dialect(mark="%s", prefix="gm_", to_db_time=_as_is, from_db_time=utc)
-
-
 def decode_fact(row: Sequence[Any]) -> Fact:
     """A validated fact from a ``FACT_COLUMNS`` row; a malformed row raises CorruptRecord."""
     try:
@@ -39,6 +36,9 @@ def decode_fact(row: Sequence[Any]) -> Fact:
         )  # fmt: skip
     except (ValueError, TypeError) as exc:
         raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
+
+
+DIALECT = Dialect("%s", "gm_", _as_is, utc, decode_fact, insertion_order="seq")
 
 
 def current_model(c: psycopg.Connection[Any]) -> str | None:

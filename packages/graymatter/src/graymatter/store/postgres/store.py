@@ -44,14 +44,13 @@ from graymatter.store.postgres.facts import PostgresFactWrites
 from graymatter.store.postgres.reads import PostgresFactReads
 from graymatter.store.postgres.rows import DIALECT, one
 from graymatter.store.postgres.tokens import PostgresTokenStore
-from graymatter.store.records import SharedRecords
 from graymatter.store.tokens import TokenStore
 
 if TYPE_CHECKING:
     from graymatter.store.base import Store
 
 
-class PostgresStore(SharedRecords, PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch):
+class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch):
     """The PostgreSQL backend. Thread-safe; one connection pool per store."""
 
     kind = "postgresql"

@@ -12,7 +12,7 @@ from psycopg import sql as pgsql
 
 from graymatter.errors import InvalidInput
 from graymatter.models import Fact
-from graymatter.store.base import ScoredId, Vector
+from graymatter.store.base import Confidences, ScoredId, Vector
 from graymatter.store.postgres.connection import PostgresConnections
 from graymatter.store.postgres.rows import current_model, decode_fact, one
 from graymatter.store.rows import FACT_COLUMNS
@@ -162,22 +162,6 @@ class PostgresVectors(PostgresConnections):
 
         return self._write(work)
 
-    def pending_embeddings(self, limit: int) -> list[Fact]:
-        """Live facts waiting for a vector, oldest first."""
-        rows = self._read(
-            lambda c: c.execute(
-                f"SELECT {FACT_COLUMNS} FROM gm_facts WHERE embed_state = 1 AND superseded_by IS NULL "
-                "ORDER BY seq LIMIT %s",
-                (limit,),
-            ).fetchall()
-        )
-        return [decode_fact(r) for r in rows]
-
-    def pending_embedding_count(self) -> int:
-        """Number of live facts waiting for a vector."""
-        query = "SELECT count(*) FROM gm_facts WHERE embed_state = 1 AND superseded_by IS NULL"
-        return self._read(lambda c: int(one(c.execute(query).fetchone())[0]))
-
     def set_vectors(self, items: Iterable[tuple[str, Vector]], model: str) -> int:
         """Store vectors for facts (clears their pending mark); ignored if ``model`` is not current."""
         pairs = list(items)
@@ -201,14 +185,9 @@ class PostgresVectors(PostgresConnections):
         return self._write(work)
 
     def vector_search(
-        self,
-        agent_ids: Sequence[str],
-        query: Vector,
-        model: str,
-        limit: int,
-        confidences: Sequence[str] | None = None,
+        self, agent_ids: Sequence[str], query: Vector, model: str, limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
-        """Cosine-nearest facts embedded by ``model``, best first, at most ``limit`` (approximate, HNSW)."""
+        """Approximate: pgvector's HNSW index, scanned iteratively so filters do not starve the list."""
         if not agent_ids or limit <= 0 or confidences == []:
             return []
         values = [float(v) for v in query]

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from graymatter.models import Fact
-from graymatter.store.base import Vector
-from graymatter.store.rows import EMBED_DONE, FACT_COLUMNS, embed_state, fact_values
+from graymatter.store.base import Vectors
+from graymatter.store.rows import EMBED_DONE, FACT_COLUMNS, aligned_vectors, embed_state, fact_values
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import chunks, placeholders, to_micros
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
@@ -39,15 +39,10 @@ class SQLiteFactWrites(SQLiteConnections):
     """The fact-writing half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
     def add_facts(
-        self,
-        facts: Sequence[Fact],
-        vectors: Sequence[Vector | None] | None = None,
-        embedding_model: str | None = None,
+        self, facts: Sequence[Fact], vectors: Vectors = None, embedding_model: str | None = None
     ) -> None:
-        """Insert new facts (ids must be new) with optional vectors made by ``embedding_model``."""
-        aligned = list(vectors) if vectors is not None else [None] * len(facts)
-        if len(aligned) != len(facts):
-            raise ValueError("vectors must align with facts")
+        """One write: rows, full-text entries and the usable vectors; the vector caches are told."""
+        aligned = aligned_vectors(facts, vectors)
 
         def work(c: sqlite3.Connection) -> None:
             model = current_model(c)

@@ -5,15 +5,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from graymatter.models import Fact, MemoryStats
+from graymatter.store.base import Confidences
+from graymatter.store.listings import SharedListings
+from graymatter.store.records import SharedRecords
 from graymatter.store.rows import FACT_COLUMNS
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import (
+    DIALECT,
     at_micros,
     chunks,
-    confidence_clause,
     decode_fact,
     from_micros,
     placeholders,
@@ -57,17 +60,8 @@ def _neighbour_rows(
     return out
 
 
-class SQLiteFactReads(SQLiteConnections):
+class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
     """The fact-reading half of the SQLite store (mixed into :class:`SQLiteStore`)."""
-
-    if TYPE_CHECKING:
-
-        def _record_counts(self, c: Any, agent_id: str) -> tuple[int, int]: ...
-
-    def _facts(self, where: str, params: Sequence[Any]) -> list[Fact]:
-        query = f"SELECT {FACT_COLUMNS} FROM facts {where}"
-        rows = self._read(lambda c: c.execute(query, params).fetchall())
-        return [decode_fact(r) for r in rows]
 
     def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
         """Rows of ``select`` (with an ``{ids}`` slot) over ``ids``, run in chunks in one read."""
@@ -92,30 +86,7 @@ class SQLiteFactReads(SQLiteConnections):
         where = (
             "INDEXED BY facts_agent_text WHERE agent_id = ? AND text = ? AND kind = ? ORDER BY created_at, id"
         )
-        return self._facts(where, (agent_id, text, kind))
-
-    def list_facts(
-        self,
-        agent_id: str | None = None,
-        *,
-        include_superseded: bool = True,
-        kinds: Sequence[str] = ("fact",),
-    ) -> list[Fact]:
-        """Facts of one agent (or all agents when ``None``), oldest first."""
-        clauses = [f"kind IN ({placeholders(len(kinds))})"]
-        params: list[Any] = list(kinds)
-        if agent_id is not None:
-            clauses.append("agent_id = ?")
-            params.append(agent_id)
-        if not include_superseded:
-            clauses.append("superseded_by IS NULL")
-        return self._facts(f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params)
-
-    def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
-        """The newest ``limit`` facts of kind ``fact`` of one agent, newest first (``created_at``, id)."""
-        live = "" if include_superseded else " AND superseded_by IS NULL"
-        where = f"WHERE agent_id = ? AND kind = 'fact'{live} ORDER BY created_at DESC, id DESC LIMIT ?"
-        return self._facts(where, (agent_id, limit))
+        return self._listing(where, (agent_id, text, kind))
 
     def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
         """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""
@@ -148,16 +119,6 @@ class SQLiteFactReads(SQLiteConnections):
 
         return self._read(work)
 
-    def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
-        """Live alias facts of the given namespaces, oldest first."""
-        if not agent_ids:
-            return []
-        where = (
-            f"WHERE agent_id IN ({placeholders(len(agent_ids))}) "
-            "AND kind = 'alias' AND superseded_by IS NULL ORDER BY created_at, id"
-        )
-        return self._facts(where, list(agent_ids))
-
     def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
         """``(created_at, confidence)`` of the live ``fact``-kind facts among ``fact_ids``."""
         ids = list(dict.fromkeys(fact_ids))
@@ -167,9 +128,7 @@ class SQLiteFactReads(SQLiteConnections):
             out[fact_id] = (at_micros(created), confidence)
         return out
 
-    def recent(
-        self, agent_ids: Sequence[str], limit: int, confidences: Sequence[str] | None = None
-    ) -> list[str]:
+    def recent(self, agent_ids: Sequence[str], limit: int, confidences: Confidences = None) -> list[str]:
         """Ids of the newest live facts (``created_at`` desc, then ``id``), at most ``limit``."""
         if not agent_ids or limit <= 0 or confidences == []:
             return []
@@ -177,7 +136,7 @@ class SQLiteFactReads(SQLiteConnections):
         parts = []
         for agent in agent_ids:
             part_params: list[Any] = [agent]
-            clause = confidence_clause(confidences, "confidence", part_params)
+            clause = DIALECT.restrict("confidence", confidences, part_params)
             parts.append(
                 "SELECT * FROM (SELECT id, created_at FROM facts INDEXED BY facts_live_recent "
                 f"WHERE agent_id = ? AND {_LIVE}{clause} "

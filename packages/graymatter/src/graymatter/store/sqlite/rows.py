@@ -39,9 +39,6 @@ def from_micros(micros: int | None) -> datetime | None:
     return None if micros is None else at_micros(micros)
 
 
-DIALECT = Dialect(mark="?", prefix="", to_db_time=to_micros, from_db_time=from_micros)
-
-
 def placeholders(count: int) -> str:
     """``count`` question marks separated by commas."""
     return ",".join("?" * count)
@@ -51,14 +48,6 @@ def chunks(items: Sequence[T], size: int = 500) -> Iterable[Sequence[T]]:
     """``items`` in slices of at most ``size`` (SQLite limits the parameters of one statement)."""
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def confidence_clause(confidences: Sequence[str] | None, column: str, params: list[Any]) -> str:
-    """`` AND column IN (...)`` restricting to ``confidences`` (appended to ``params``), or nothing."""
-    if confidences is None:
-        return ""
-    params.extend(confidences)
-    return f" AND {column} IN ({placeholders(len(confidences))})"
 
 
 def _provenance(raw: str) -> Provenance:
@@ -151,3 +140,6 @@ def decode_fact(row: Sequence[Any]) -> Fact:
         )
     except (ValueError, TypeError) as exc:
         raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
+
+
+DIALECT = Dialect("?", "", to_micros, from_micros, decode_fact, insertion_order="rowid")

@@ -6,10 +6,11 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from graymatter.store.base import ScoredId
+from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.fts import FTS_TOKENIZER
+from graymatter.store.rows import searchable_terms
 from graymatter.store.sqlite.connection import SQLiteConnections
-from graymatter.store.sqlite.rows import chunks, confidence_clause, placeholders
+from graymatter.store.sqlite.rows import DIALECT, chunks, placeholders
 
 
 def _fts_safe(term: str) -> str:
@@ -75,20 +76,16 @@ class SQLiteKeywordSearch(SQLiteConnections):
         return self._read(work)
 
     def keyword_search(
-        self,
-        agent_ids: Sequence[str],
-        terms: Sequence[str],
-        limit: int,
-        confidences: Sequence[str] | None = None,
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
-        """Full-text (BM25, stemmed) matches of any of ``terms``, best first, at most ``limit``."""
-        kept = [t for t in terms if t.strip()]
-        if not kept or not agent_ids or limit <= 0 or confidences == []:
+        """FTS5's ``bm25()`` over ``facts_fts``, the terms OR-ed as quoted phrases."""
+        kept = searchable_terms(terms, agent_ids, limit, confidences)
+        if not kept:
             return []
         match = fts_match_expression(kept)
         filters: list[Any] = [*agent_ids]
         where = f"f.agent_id IN ({placeholders(len(agent_ids))})"
-        where += confidence_clause(confidences, "f.confidence", filters)
+        where += DIALECT.restrict("f.confidence", confidences, filters)
         rows = self._read(lambda c: _ranked_matches(c, match, where, filters, limit))
         return [ScoredId(fid, -float(score)) for fid, score in rows]
 

@@ -11,7 +11,7 @@ from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import Fact
 from graymatter.numeric import load_numpy
-from graymatter.store.base import ScoredId, Vector
+from graymatter.store.base import Confidences, ScoredId, Vector
 from graymatter.store.rows import FACT_COLUMNS
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import chunks, decode_fact, placeholders
@@ -92,27 +92,6 @@ class SQLiteVectors(SQLiteConnections):
             self._vector_cache.clear()
         return self._write(work)
 
-    def pending_embeddings(self, limit: int) -> list[Fact]:
-        """Live facts waiting for a vector, oldest first."""
-        rows = self._read(
-            lambda c: c.execute(
-                f"SELECT {FACT_COLUMNS} FROM facts WHERE embed_state = 1 AND superseded_by IS NULL "
-                "ORDER BY rowid LIMIT ?",
-                (limit,),
-            ).fetchall()
-        )
-        return [decode_fact(r) for r in rows]
-
-    def pending_embedding_count(self) -> int:
-        """Number of live facts waiting for a vector."""
-        return self._read(
-            lambda c: int(
-                c.execute(
-                    "SELECT count(*) FROM facts WHERE embed_state = 1 AND superseded_by IS NULL"
-                ).fetchone()[0]
-            )
-        )
-
     def set_vectors(self, items: Iterable[tuple[str, Vector]], model: str) -> int:
         """Store vectors for facts (clears their pending mark); ignored if ``model`` is not current."""
         pairs = list(items)
@@ -165,14 +144,9 @@ class SQLiteVectors(SQLiteConnections):
         return cache
 
     def vector_search(
-        self,
-        agent_ids: Sequence[str],
-        query: Vector,
-        model: str,
-        limit: int,
-        confidences: Sequence[str] | None = None,
+        self, agent_ids: Sequence[str], query: Vector, model: str, limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
-        """Cosine-nearest facts embedded by ``model``, best first, at most ``limit``."""
+        """Exact: one matrix product per namespace over its cached unit vectors."""
         np = load_numpy()
 
         if not agent_ids or limit <= 0 or confidences == []:

@@ -1,0 +1,69 @@
+"""Fact listings whose SQL is the same on both backends: by namespace, newest, aliases, pending embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from graymatter.models import Fact
+from graymatter.store.base import Kinds
+from graymatter.store.rows import FACT_COLUMNS, Dialect
+
+T = TypeVar("T")
+
+
+class SharedListings:
+    """Listing methods of the ``Store`` protocol, spelled by the backend's ``Dialect`` (a mixin)."""
+
+    _dialect: Dialect
+
+    if TYPE_CHECKING:
+
+        def _read(self, work: Callable[[Any], T]) -> T: ...
+
+    def _listing(self, where: str, params: Sequence[Any]) -> list[Fact]:
+        d = self._dialect
+        query = f"SELECT {FACT_COLUMNS} FROM {d.table('facts')} {where}"
+        rows = self._read(lambda c: c.execute(query, params).fetchall())
+        return [d.decode_fact(r) for r in rows]
+
+    def list_facts(
+        self, agent_id: str | None = None, *, include_superseded: bool = True, kinds: Kinds = ("fact",)
+    ) -> list[Fact]:
+        """Facts in ``created_at``, id order; filtered in SQL."""
+        clause, params = self._dialect.any_of("kind", kinds)
+        clauses = [clause]
+        if agent_id is not None:
+            clauses.append(f"agent_id = {self._dialect.mark}")
+            params.append(agent_id)
+        if not include_superseded:
+            clauses.append("superseded_by IS NULL")
+        return self._listing(f"WHERE {' AND '.join(clauses)} ORDER BY created_at, id", params)
+
+    def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
+        """One bounded query, newest first (``created_at`` DESC, id DESC)."""
+        m = self._dialect.mark
+        live = "" if include_superseded else " AND superseded_by IS NULL"
+        where = f"WHERE agent_id = {m} AND kind = 'fact'{live} ORDER BY created_at DESC, id DESC LIMIT {m}"
+        return self._listing(where, (agent_id, limit))
+
+    def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
+        """Live ``alias`` facts of the namespaces, in ``created_at``, id order."""
+        if not agent_ids:
+            return []
+        clause, params = self._dialect.any_of("agent_id", agent_ids)
+        return self._listing(
+            f"WHERE {clause} AND kind = 'alias' AND superseded_by IS NULL ORDER BY created_at, id", params
+        )
+
+    def pending_embeddings(self, limit: int) -> list[Fact]:
+        """Live facts marked pending, in insertion order."""
+        d = self._dialect
+        where = f"WHERE embed_state = 1 AND superseded_by IS NULL ORDER BY {d.insertion_order} LIMIT {d.mark}"
+        return self._listing(where, (limit,))
+
+    def pending_embedding_count(self) -> int:
+        """Live facts marked pending, counted."""
+        facts = self._dialect.table("facts")
+        query = f"SELECT count(*) FROM {facts} WHERE embed_state = 1 AND superseded_by IS NULL"
+        return self._read(lambda c: int(c.execute(query).fetchone()[0]))
