@@ -16,13 +16,7 @@ from typing import Any, Unpack
 from tinyagent.providers.adapter import HttpAdapter, HttpOptions, bearer_headers
 from tinyagent.providers.base import OnText, ProviderConnectionError, ProviderProtocolError
 from tinyagent.providers.chat_stream import ChatStream
-from tinyagent.providers.fields import (
-    cost_field,
-    mapping,
-    sequence,
-    text_field,
-    token_field,
-)
+from tinyagent.providers.fields import cost_field, mapping, sequence, text_field, token_field
 from tinyagent.providers.history import PairingChecker, distinct_call_ids, wire_arguments
 from tinyagent.providers.http.retry import StreamProgress
 from tinyagent.providers.sse import SSEEvent
@@ -100,11 +94,7 @@ class OpenAIChatProvider(HttpAdapter):
         a message's wire form depends on that message alone.
         """
         cache = self._encoded
-        keep = 0
-        limit = min(len(cache), len(messages))
-        while keep < limit and cache[keep][0] is messages[keep]:
-            keep += 1
-        del cache[keep:]
+        keep = _keep_reused_prefix(cache, messages)
         # The pairing check (as check_pairing) resumes after the reused prefix: each entry keeps the
         # checker state after its message, and a message enters the cache only once it passed.
         checker = PairingChecker(self.name, cache[keep - 1][2] if keep else ((), None))
@@ -261,3 +251,14 @@ def _wire_tool(tool: ToolSpec) -> dict[str, Any]:
 
 def _same_objects(a: Sequence[Any], b: Sequence[Any]) -> bool:
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _keep_reused_prefix(cache: list[tuple[Message, str, Any]], messages: Sequence[Message]) -> int:
+    """Drop the cache entries after the longest prefix still holding the same message objects;
+    return how many were kept."""
+    keep = 0
+    limit = min(len(cache), len(messages))
+    while keep < limit and cache[keep][0] is messages[keep]:
+        keep += 1
+    del cache[keep:]
+    return keep
