@@ -1,4 +1,4 @@
-"""The tools offered to the model: bash, read_file, write_file, edit_file and submit.
+"""Toolbox: runs the model's tool calls (bash, read_file, write_file, edit_file, submit), one result each.
 
 `Toolbox.run(call)` always returns exactly one `ToolResult` per call, errors included; it never raises
 for anything the model did wrong (bad JSON, unknown tool, missing file, non-unique edit). It raises
@@ -8,7 +8,8 @@ directory vanished or bash cannot be started); the loop then ends the run with s
 bash runs each command in a fresh `bash -c` in the working directory, in its own process group, with
 stdin from /dev/null. On timeout (or interruption) the whole process group is killed. Output (stdout
 and stderr merged) is capped: the head and tail are kept and an explicit marker says how much was
-elided. Provider credential variables are removed from the command's environment.
+elided. Provider credential variables are removed from the command's environment. The specs live in
+`specs.py`, the command's process handling in `process.py`, the cap in `capping.py`.
 """
 
 from __future__ import annotations
