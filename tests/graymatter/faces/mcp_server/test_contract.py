@@ -1,7 +1,8 @@
 """The MCP wire contract, run in-process and over streamable HTTP on a real uvicorn server.
 
 Every success path's structuredContent is validated against the advertised output schema with a JSON
-Schema 2020-12 validator; every error path is text-only ``isError`` with no structuredContent.
+Schema 2020-12 validator; every error path is text-only ``isError`` with no structuredContent
+(memory_reflect: test_contract_reflect.py).
 """
 
 from __future__ import annotations
@@ -11,51 +12,12 @@ from typing import Any
 
 import anyio
 import pytest
-from jsonschema import Draft202012Validator
 
 from graymatter.faces.mcp_server.arguments import ON_MISSING_ERROR
 from graymatter.faces.mcp_server.specs import TOOL_NAMES
+from support.mcp_session import Session, run
 
 pytestmark = pytest.mark.timeout(120)
-
-
-class Session:
-    """One connected client plus the advertised schemas, with contract checks built in."""
-
-    def __init__(self, client: Any, tools: list[Any]) -> None:
-        self.client = client
-        self.tools = {tool.name: tool for tool in tools}
-
-    async def ok(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str]:
-        """Call a tool that must succeed; return (structuredContent, text) after validating both."""
-        result = await self.client.call_tool(name, arguments)
-        text = "".join(block.text for block in result.content if block.type == "text")
-        assert not result.is_error, f"{name} failed: {text}"
-        assert isinstance(result.structured_content, dict), f"{name} success without structuredContent"
-        schema = self.tools[name].output_schema
-        Draft202012Validator.check_schema(schema)
-        errors = sorted(Draft202012Validator(schema).iter_errors(result.structured_content), key=str)
-        assert not errors, f"{name}: structuredContent violates its schema: {errors[0]}"
-        assert text.strip(), f"{name} success without text"
-        return result.structured_content, text
-
-    async def error(self, name: str, arguments: dict[str, Any]) -> str:
-        """Call a tool that must fail; return its text after checking it carries no structuredContent."""
-        result = await self.client.call_tool(name, arguments)
-        assert result.is_error, f"{name} unexpectedly succeeded"
-        assert result.structured_content is None
-        assert "structured_content" not in result.model_fields_set
-        assert [block.type for block in result.content] == ["text"]
-        return result.content[0].text
-
-
-def run(connect: Any, body: Any) -> None:
-    async def main() -> None:
-        async with connect() as client:
-            listed = await client.list_tools()
-            await body(Session(client, listed.tools))
-
-    anyio.run(main)
 
 
 def test_tools_list_exactly_seven_flat_inputs_object_outputs(connect: Any) -> None:
@@ -209,141 +171,6 @@ def test_invalid_on_missing_is_refused_without_effect(connect: Any, agent: str) 
                 == ON_MISSING_ERROR
             )
         assert (await s.ok("checkpoint_resume", {"agent_id": agent}))[0]["id"] == saved["checkpoint_id"]
-
-    run(connect, body)
-
-
-def test_reflect_every_action(connect: Any, agent: str) -> None:
-    async def body(s: Session) -> None:
-        added, text = await s.ok(
-            "memory_reflect", {"action": "add", "agent_id": agent, "text": "CI uses 2 cores."}
-        )
-        assert added["action"] == "add" and added["agent"] == agent and added["ok"] is True
-        assert added["fact_id"] and added["affected_ids"] == []
-        assert text == f'Added fact for agent "{agent}" (fact {added["fact_id"]}).'
-
-        updated, _ = await s.ok(
-            "memory_reflect",
-            {
-                "action": "update",
-                "agent_id": agent,
-                "target": "CI uses 2 cores.",
-                "text": "CI uses 4 cores.",
-                "confidence": "verified",
-            },
-        )
-        assert updated["affected_ids"] == [added["fact_id"]] and updated["confidence"] == "verified"
-        search, _ = await s.ok("memory_search", {"agent_id": agent, "query": "CI cores"})
-        assert [f["text"] for f in search["facts"]] == ["CI uses 4 cores."]
-
-        pinned, text = await s.ok(
-            "memory_reflect", {"action": "pin", "agent_id": agent, "target": "CI uses 4 cores."}
-        )
-        assert pinned["affected_ids"] == [updated["fact_id"]]
-        assert "exempt from decay" in text
-        search, _ = await s.ok("memory_search", {"agent_id": agent, "query": "CI cores"})
-        assert search["facts"][0]["pinned"] is True
-        unpinned, _ = await s.ok(
-            "memory_reflect", {"action": "unpin", "agent_id": agent, "text": "CI uses 4 cores."}
-        )
-        assert unpinned["affected_ids"] == [updated["fact_id"]]
-
-        linked, text = await s.ok(
-            "memory_reflect",
-            {
-                "action": "link",
-                "agent_id": agent,
-                "text": "Deploy.sh ",
-                "target": "CHANGELOG",
-                "relation": "updates",
-            },
-        )
-        assert linked["link"]["relation"] == "updates"
-        assert linked["link"]["source"] == "deploy.sh" and linked["link"]["target"] == "changelog"
-
-        forgotten, text = await s.ok(
-            "memory_reflect", {"action": "forget", "agent_id": agent, "target": "CI uses 4 cores."}
-        )
-        assert forgotten["affected_ids"] == [updated["fact_id"]]
-        assert text.startswith(f'Fact suppressed for agent "{agent}"')
-        search, _ = await s.ok("memory_search", {"agent_id": agent, "query": "CI cores"})
-        assert search["count"] == 0
-
-        missing = await s.error("memory_reflect", {"action": "forget", "agent_id": agent, "target": "nope"})
-        assert missing == 'target fact not found: "nope"'
-
-    run(connect, body)
-
-
-def test_reflect_identity_rules(connect: Any, agent: str) -> None:
-    other = agent + "-other"
-
-    async def body(s: Session) -> None:
-        via_alias, _ = await s.ok(
-            "memory_reflect", {"action": "add", "agent": agent, "text": "alias identity"}
-        )
-        assert via_alias["agent"] == agent
-        both, _ = await s.ok(
-            "memory_reflect", {"action": "add", "agent_id": agent, "agent": other, "text": "agent_id wins"}
-        )
-        assert both["agent"] == agent
-        spaced, _ = await s.ok(
-            "memory_reflect", {"action": "add", "agent_id": f" {agent} ", "text": "spaced"}
-        )
-        assert spaced["agent"] == f" {agent} "
-
-        refusals = [
-            ({"action": "add", "text": "x"}, "agent_id is required"),
-            ({"action": "add", "agent_id": "", "text": "x"}, "agent_id must be a non-blank string"),
-            (
-                {"action": "add", "agent_id": "  ", "agent": other, "text": "x"},
-                "agent_id must be a non-blank string",
-            ),
-            (
-                {"action": "add", "agent_id": None, "agent": other, "text": "x"},
-                "agent_id must be a non-blank string",
-            ),
-            (
-                {"action": "add", "agent_id": 7, "agent": other, "text": "x"},
-                "agent_id must be a non-blank string",
-            ),
-            (
-                {"action": "add", "agent_id": other, "agent": "", "text": "x"},
-                "agent must be a non-blank string",
-            ),
-            (
-                {"action": "add", "agent_id": other, "agent": None, "text": "x"},
-                "agent must be a non-blank string",
-            ),
-            (
-                {"action": "add", "agent_id": other, "agent": ["a"], "text": "x"},
-                "agent must be a non-blank string",
-            ),
-            (
-                {"action": "delete", "agent_id": other, "text": "x"},
-                "invalid arguments for memory_reflect: action:",
-            ),
-            (
-                {"action": "forget", "agent_id": other, "confidence": "verified", "text": "x"},
-                'confidence is not supported by memory_reflect action "forget"',
-            ),
-            (
-                {"action": "add", "agent_id": other, "confidence": "sure", "text": "x"},
-                "invalid arguments for memory_reflect: confidence:",
-            ),
-            (
-                {"action": "update", "agent_id": other, "text": "x"},
-                "target is required for memory_reflect action",
-            ),
-        ]
-        for arguments, expected in refusals:
-            text = await s.error("memory_reflect", arguments)
-            assert text.startswith(expected), (arguments, text)
-        # nothing reached the store for the other namespace
-        found, _ = await s.ok("memory_search", {"agent_id": other, "query": "x agent wins alias identity"})
-        assert found["count"] == 0
-        mine, _ = await s.ok("memory_search", {"agent_id": agent, "query": "alias identity agent_id wins"})
-        assert {"alias identity", "agent_id wins"} <= {f["text"] for f in mine["facts"]}
 
     run(connect, body)
 
