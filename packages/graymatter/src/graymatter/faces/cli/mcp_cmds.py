@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
 
-HTTP_PATH = "/mcp"
-
 
 def register(subparsers: Any) -> None:
     """Add ``mcp serve`` to the graymatter CLI."""
@@ -96,6 +94,7 @@ def _serve_http(args: argparse.Namespace, memory: Memory) -> int:
     """MCP alone over streamable HTTP, from the service's one app factory, behind one static token."""
     from graymatter.engine.access import StaticToken
     from graymatter.faces.http.app import ServiceConfig, build_app
+    from graymatter.faces.http.rest import MCP_PATH
     from graymatter.faces.http.security import parse_bind, require_loopback_for_no_auth, resolve_token
     from graymatter.faces.http.serve import bind_socket, run_server, shown_host
 
@@ -115,7 +114,7 @@ def _serve_http(args: argparse.Namespace, memory: Memory) -> int:
         raise
     auth = "no auth (loopback only)" if args.no_auth else "bearer token required"
     print(
-        f"graymatter MCP listening on http://{shown_host(host)}:{bound_port}{HTTP_PATH} ({auth})",
+        f"graymatter MCP listening on http://{shown_host(host)}:{bound_port}{MCP_PATH} ({auth})",
         file=sys.stderr,
     )
     sys.stderr.flush()

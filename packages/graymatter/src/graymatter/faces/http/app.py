@@ -45,7 +45,7 @@ from graymatter.faces.http.auth import principal_authenticator, principal_of
 from graymatter.faces.http.observability import Metrics, access_log
 from graymatter.faces.http.openapi import openapi_document
 from graymatter.faces.http.ratelimit import RateLimiter
-from graymatter.faces.http.rest import RestApp, is_mcp_path, route_name
+from graymatter.faces.http.rest import MCP_PATH, RestApp, is_mcp_path, route_name
 from graymatter.faces.http.security import SecurityMiddleware, build_policy
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ def build_app(
     if config.mcp:
         from graymatter.faces.mcp_server.server import mcp_http_app
 
-        mcp = mcp_http_app(scoped, path="/mcp", stateless=config.mcp_stateless)
+        mcp = mcp_http_app(scoped, path=MCP_PATH, stateless=config.mcp_stateless)
     rest = RestApp(scoped, config.metrics) if config.rest else None
     policy = build_policy(
         config.host,

@@ -22,6 +22,8 @@ from graymatter.faces.http.errors import error_for
 from graymatter.faces.http.observability import Metrics
 from graymatter.faces.http.routes import ROUTES, Route
 
+MCP_PATH = "/mcp"
+"""Where the service mounts MCP (streamable HTTP)."""
 SERVICE_PATHS = ("/healthz", "/metrics", "/openapi.json")
 """Served beside the REST routes (health and OpenAPI before auth, metrics behind it)."""
 
@@ -34,13 +36,13 @@ def route_name(method: str, path: str) -> str:
     if path in SERVICE_PATHS:
         return path
     if is_mcp_path(path):
-        return "/mcp"
+        return MCP_PATH
     return "other"
 
 
 def is_mcp_path(path: str) -> bool:
     """True for ``/mcp`` and below."""
-    return path == "/mcp" or path.startswith("/mcp/")
+    return path == MCP_PATH or path.startswith(MCP_PATH + "/")
 
 
 class RestApp:
