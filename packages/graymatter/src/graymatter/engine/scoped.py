@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from graymatter.config import MemoryConfig
 from graymatter.constants import SHARED_AGENT_ID, Confidence
 from graymatter.engine.access import Principal, current_principal
+from graymatter.engine.embedding_index import REEMBED_BATCH
 from graymatter.engine.lifecycle import Summariser
 from graymatter.engine.memory_api import MemoryAPI, ProvenanceArg, RecallOptions
 from graymatter.errors import AccessDenied
@@ -95,7 +96,7 @@ class ScopedMemory:
     def wait_for_background(self, timeout_s: float = 30.0) -> None:
         self._memory.wait_for_background(timeout_s)
 
-    def reembed_pending(self, limit: int | None = 64) -> int:
+    def reembed_pending(self, limit: int | None = REEMBED_BATCH) -> int:
         principal = current_principal()
         if principal is not None and not (principal.all_agents and principal.access == "read-write"):
             raise AccessDenied(f"token {principal.token_id} may not re-embed the store")
