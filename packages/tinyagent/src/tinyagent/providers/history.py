@@ -127,11 +127,8 @@ class WireIds:
                 wire_ids = []
                 for call in message.tool_calls:
                     wire = transform(call.id) if transform else call.id
-                    if unique and wire in used:
-                        n = 2
-                        while f"{wire}_{n}" in used:
-                            n += 1
-                        wire = f"{wire}_{n}"
+                    if unique:
+                        wire = _free_id(wire, used)
                     used.add(wire)
                     current[call.id] = wire
                     wire_ids.append(wire)
@@ -148,6 +145,16 @@ class WireIds:
         return self._results[index]
 
 
+def _free_id(call_id: str, taken: set[str]) -> str:
+    """`call_id` if it is not taken, else the first free `call_id_2`, `call_id_3`..."""
+    if call_id not in taken:
+        return call_id
+    n = 2
+    while f"{call_id}_{n}" in taken:
+        n += 1
+    return f"{call_id}_{n}"
+
+
 def system_text(messages: Sequence[Message]) -> str:
     """All system messages joined (providers that take the system prompt out of band)."""
     return "\n\n".join(m.content or "" for m in messages if m.role == "system" and m.content)
@@ -159,12 +166,7 @@ def distinct_call_ids(calls: Sequence[ToolCall]) -> list[ToolCall]:
     seen: set[str] = set()
     out: list[ToolCall] = []
     for position, call in enumerate(calls):
-        call_id = call.id or f"call_{position}"
-        if call_id in seen:
-            n = 2
-            while f"{call_id}_{n}" in seen:
-                n += 1
-            call_id = f"{call_id}_{n}"
+        call_id = _free_id(call.id or f"call_{position}", seen)
         seen.add(call_id)
         out.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
     return out
