@@ -37,26 +37,24 @@ class ChatStream:
         for choice in sequence(chunk.get("choices")):
             if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
                 continue
-            self._add_delta(mapping(choice.get("delta")))
+            delta = mapping(choice.get("delta"))
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                self.text.append(piece)
+                if self._on_text is not None:
+                    self._progress.handed_out = True
+                    self._on_text(piece)
+            for key in ("reasoning", "reasoning_content"):
+                if isinstance(delta.get(key), str):
+                    self.reasoning[key] = self.reasoning.get(key, "") + delta[key]
+            for position, detail in enumerate(sequence(delta.get("reasoning_details"))):
+                if isinstance(detail, Mapping):
+                    slot = index_field(detail.get("index"), position)
+                    _merge_fragment(self.details.setdefault(slot, {}), detail)
+            for position, fragment in enumerate(sequence(delta.get("tool_calls"))):
+                if isinstance(fragment, Mapping):
+                    self._add_call_fragment(position, fragment)
             self.finish = text_field(choice.get("finish_reason")) or self.finish
-
-    def _add_delta(self, delta: Mapping[str, Any]) -> None:
-        piece = delta.get("content")
-        if isinstance(piece, str) and piece:
-            self.text.append(piece)
-            if self._on_text is not None:
-                self._progress.handed_out = True
-                self._on_text(piece)
-        for key in ("reasoning", "reasoning_content"):
-            if isinstance(delta.get(key), str):
-                self.reasoning[key] = self.reasoning.get(key, "") + delta[key]
-        for position, detail in enumerate(sequence(delta.get("reasoning_details"))):
-            if isinstance(detail, Mapping):
-                slot = index_field(detail.get("index"), position)
-                _merge_fragment(self.details.setdefault(slot, {}), detail)
-        for position, fragment in enumerate(sequence(delta.get("tool_calls"))):
-            if isinstance(fragment, Mapping):
-                self._add_call_fragment(position, fragment)
 
     def _add_call_fragment(self, position: int, fragment: Mapping[str, Any]) -> None:
         """Tool-call pieces merge by `index` (Ollama sends each call whole, OpenAI in pieces)."""
