@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from graymatter.models import Fact
@@ -21,11 +22,48 @@ class SharedListings:
 
         def _read(self, work: Callable[[Any], T]) -> T: ...
 
+        def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]: ...
+
     def _listing(self, where: str, params: Sequence[Any]) -> list[Fact]:
         d = self._dialect
         query = f"SELECT {FACT_COLUMNS} FROM {d.table('facts')} {where}"
         rows = self._read(lambda c: c.execute(query, params).fetchall())
         return [d.decode_fact(r) for r in rows]
+
+    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """One lookup by id (chunked where the backend needs it), returned in the order asked."""
+        d = self._dialect
+        ids = list(dict.fromkeys(fact_ids))
+        select = f"SELECT {FACT_COLUMNS} FROM {d.table('facts')} WHERE id {{ids}}"
+        found = {row[0]: d.decode_fact(row) for row in self._rows_by_ids(ids, select)}
+        return [found[i] for i in ids if i in found]
+
+    def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The tombstones pointing at each id, in ``created_at``, id order."""
+        ids = list(dict.fromkeys(fact_ids))
+        out: dict[str, list[str]] = {}
+        select = (
+            f"SELECT superseded_by, id FROM {self._dialect.table('facts')} WHERE superseded_by {{ids}}"
+            " ORDER BY created_at, id"
+        )
+        for by, fact_id in self._rows_by_ids(ids, select):
+            out.setdefault(by, []).append(fact_id)
+        return out
+
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """Two columns per live fact, without decoding whole rows."""
+        d = self._dialect
+        ids = list(dict.fromkeys(fact_ids))
+        select = (
+            f"SELECT id, created_at, confidence FROM {d.table('facts')}"
+            " WHERE superseded_by IS NULL AND kind = 'fact' AND id {ids}"
+        )
+        out: dict[str, tuple[datetime, str]] = {}
+        for fact_id, created, confidence in self._rows_by_ids(ids, select):
+            moment = d.from_db_time(created)
+            if moment is not None:
+                out[fact_id] = (moment, confidence)
+        return out
 
     def list_facts(
         self, agent_id: str | None = None, *, include_superseded: bool = True, kinds: Kinds = ("fact",)

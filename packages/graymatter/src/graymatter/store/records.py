@@ -56,16 +56,21 @@ class SharedRecords:
         query = f"INSERT INTO {d.table('checkpoints')} ({CHECKPOINT_INSERT_COLUMNS}) VALUES ({d.marks(8)})"
         self._write(lambda c: c.execute(query, params))
 
-    def import_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> tuple[int, int]:
-        """Insert unknown checkpoints, skip known ids; return ``(added, skipped)``."""
-        query = self._checkpoint_insert()
-        to_db = self._dialect.to_db_time
+    def _insert_new(self, query: str, rows: list[tuple[Any, ...]]) -> tuple[int, int]:
+        """Run an ``ON CONFLICT DO NOTHING`` insert per row, in one write; return ``(added, skipped)``."""
 
         def work(c: Any) -> tuple[int, int]:
-            added = sum(int(c.execute(query, checkpoint_values(cp, to_db)).rowcount) for cp in checkpoints)
-            return added, len(checkpoints) - added
+            added = sum(int(c.execute(query, row).rowcount) for row in rows)
+            return added, len(rows) - added
 
-        return self._write(work) if checkpoints else (0, 0)
+        return self._write(work) if rows else (0, 0)
+
+    def import_checkpoints(self, checkpoints: Sequence[Checkpoint]) -> tuple[int, int]:
+        """Insert unknown checkpoints, skip known ids; return ``(added, skipped)``."""
+        to_db = self._dialect.to_db_time
+        return self._insert_new(
+            self._checkpoint_insert(), [checkpoint_values(cp, to_db) for cp in checkpoints]
+        )
 
     def latest_checkpoint(self, agent_id: str) -> Checkpoint | None:
         """The newest checkpoint of the agent (``created_at`` then id), or ``None``."""
@@ -106,14 +111,8 @@ class SharedRecords:
 
     def import_links(self, links: Sequence[Link]) -> tuple[int, int]:
         """Insert unknown links, skip known ones; return ``(added, skipped)``."""
-        insert = self._link_insert()
         to_db = self._dialect.to_db_time
-
-        def work(c: Any) -> tuple[int, int]:
-            added = sum(int(c.execute(insert, link_values(link, to_db)).rowcount) for link in links)
-            return added, len(links) - added
-
-        return self._write(work) if links else (0, 0)
+        return self._insert_new(self._link_insert(), [link_values(link, to_db) for link in links])
 
     def links(self, agent_ids: Sequence[str] | None = None) -> list[Link]:
         """Links of the given namespaces (all when ``None``), oldest first."""

@@ -121,15 +121,8 @@ def checkpoint_values(cp: Checkpoint, to_db_time: Callable[[datetime], Any]) -> 
 
 def link_values(link: Link, to_db_time: Callable[[datetime], Any]) -> tuple[Any, ...]:
     """The link's values in :data:`LINK_COLUMNS` order."""
-    return (
-        link.id,
-        link.agent_id,
-        link.source,
-        link.target,
-        link.relation,
-        to_db_time(link.created_at),
-        link.provenance.model_dump_json(exclude_none=True),
-    )
+    head = (link.id, link.agent_id, link.source, link.target, link.relation)
+    return (*head, to_db_time(link.created_at), link.provenance.model_dump_json(exclude_none=True))
 
 
 def decode_checkpoint(row: Sequence[Any], from_db_time: Callable[[Any], datetime | None]) -> Checkpoint:

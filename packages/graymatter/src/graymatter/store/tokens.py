@@ -49,22 +49,20 @@ class TokenStore(Protocol):
         """Release what this token store opened."""
 
 
+def _utc(value: Any) -> datetime | None:
+    """A stored timestamp (ISO text on SQLite, a datetime on PostgreSQL) in UTC."""
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else value
+    return moment.astimezone(UTC)
+
+
 def token_from_row(row: Sequence[Any]) -> tuple[TokenRecord, str]:
     """``(record, verifier)`` from a :data:`TOKEN_COLUMNS` row of either backend."""
     token_id, label, agents, access, created_at, revoked_at, token_hash = row
-    if isinstance(created_at, str):
-        created_at = datetime.fromisoformat(created_at)
-    if isinstance(revoked_at, str):
-        revoked_at = datetime.fromisoformat(revoked_at)
-    created_at = created_at.astimezone(UTC)
-    revoked_at = revoked_at.astimezone(UTC) if revoked_at is not None else None
     agent_list = agents.split("\n") if isinstance(agents, str) else list(agents)
     record = TokenRecord(
-        id=token_id,
-        label=label,
-        agents=agent_list,
-        access=access,
-        created_at=created_at,
-        revoked_at=revoked_at,
-    )
+        id=token_id, label=label, agents=agent_list, access=access,
+        created_at=_utc(created_at), revoked_at=_utc(revoked_at),
+    )  # fmt: skip
     return record, token_hash

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +15,8 @@ from graymatter.store.postgres.fulltext import insert_facts, unindex
 from graymatter.store.postgres.rows import current_model
 from graymatter.store.postgres.vectors import PostgresVectors
 from graymatter.store.rows import EMBED_DONE, aligned_vectors, embed_state
+
+_AfterUpdate = Callable[[psycopg.Connection[Any], Sequence[str]], None]
 
 
 class PostgresFactWrites(PostgresVectors):
@@ -57,40 +59,36 @@ class PostgresFactWrites(PostgresVectors):
 
         return self._write(work) if facts else (0, 0)
 
-    def supersede(self, fact_ids: Sequence[str], superseded_by: str) -> list[str]:
-        """Tombstone the live facts among ``fact_ids``; return the ids actually tombstoned."""
-        ids = list(dict.fromkeys(fact_ids))
-        if not ids:
-            return []
+    def _update_returning(
+        self, ids: list[str], query: str, params: tuple[Any, ...], then: _AfterUpdate | None = None
+    ) -> list[str]:
+        """Run an ``UPDATE ... RETURNING id``, then ``then`` on the changed ids; those ids in given order."""
 
         def work(c: psycopg.Connection[Any]) -> list[str]:
-            rows = c.execute(
-                "UPDATE gm_facts SET superseded_by = %s, embed_state = 0 "
-                "WHERE id = ANY(%s) AND superseded_by IS NULL RETURNING id",
-                (superseded_by, ids),
-            ).fetchall()
-            changed = {r[0] for r in rows}
-            unindex(c, sorted(changed))
+            changed = {r[0] for r in c.execute(query, params).fetchall()}
+            if then is not None:
+                then(c, sorted(changed))
             return [i for i in ids if i in changed]
 
-        return self._write(work)
+        return self._write(work) if ids else []
+
+    def supersede(self, fact_ids: Sequence[str], superseded_by: str) -> list[str]:
+        """A conditional UPDATE: of two servers revising one fact, only one tombstones it."""
+        ids = list(dict.fromkeys(fact_ids))
+        query = (
+            "UPDATE gm_facts SET superseded_by = %s, embed_state = 0 "
+            "WHERE id = ANY(%s) AND superseded_by IS NULL RETURNING id"
+        )
+        return self._update_returning(ids, query, (superseded_by, ids), unindex)
 
     def set_pinned(self, fact_ids: Sequence[str], pinned: bool, at: datetime) -> list[str]:
         """Pin or unpin live facts; return the ids changed."""
         ids = list(dict.fromkeys(fact_ids))
-        if not ids:
-            return []
-
-        def work(c: psycopg.Connection[Any]) -> list[str]:
-            rows = c.execute(
-                "UPDATE gm_facts SET pinned = %s, pinned_at = %s"
-                " WHERE id = ANY(%s) AND superseded_by IS NULL AND pinned <> %s RETURNING id",
-                (pinned, at if pinned else None, ids, pinned),
-            ).fetchall()
-            changed = {r[0] for r in rows}
-            return [i for i in ids if i in changed]
-
-        return self._write(work)
+        query = (
+            "UPDATE gm_facts SET pinned = %s, pinned_at = %s"
+            " WHERE id = ANY(%s) AND superseded_by IS NULL AND pinned <> %s RETURNING id"
+        )
+        return self._update_returning(ids, query, (pinned, at if pinned else None, ids, pinned))
 
     def record_access(self, fact_ids: Sequence[str], at: datetime) -> None:
         """One write: ``access_count += 1`` and ``accessed_at = at`` for the live facts given."""

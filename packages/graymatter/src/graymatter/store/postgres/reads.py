@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -60,27 +60,10 @@ def _neighbours(c: psycopg.Connection[Any], ids: list[str], window: int) -> dict
 class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
     """The fact-reading half of the PostgreSQL store (mixed into :class:`PostgresStore`)."""
 
-    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        """Facts with the given ids, in the order given; unknown ids are omitted."""
-        ids = list(dict.fromkeys(fact_ids))
-        if not ids:
-            return []
-        found = {f.id: f for f in self._listing("WHERE id = ANY(%s)", (ids,))}
-        return [found[i] for i in ids if i in found]
-
-    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
-        """``(created_at, confidence)`` of the live kind='fact' facts among ``fact_ids`` (no decoding)."""
-        ids = list(dict.fromkeys(fact_ids))
-        if not ids:
-            return {}
-        rows = self._read(
-            lambda c: c.execute(
-                "SELECT id, created_at, confidence FROM gm_facts WHERE id = ANY(%s)"
-                " AND superseded_by IS NULL AND kind = 'fact'",
-                (ids,),
-            ).fetchall()
-        )
-        return {r[0]: (r[1].astimezone(UTC), r[2]) for r in rows}
+    def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
+        """Rows of ``select`` (``{ids}`` = a condition "is one of ids") over ``ids``, in one query."""
+        query = select.format(ids="= ANY(%s)")
+        return self._read(lambda c: c.execute(query, (ids,)).fetchall()) if ids else []
 
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
@@ -103,23 +86,6 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
                 return
             yield from rows
             last = (rows[-1].created_at, rows[-1].id)
-
-    def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
-        """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""
-        ids = list(dict.fromkeys(fact_ids))
-        if not ids:
-            return {}
-        rows = self._read(
-            lambda c: c.execute(
-                "SELECT superseded_by, id FROM gm_facts WHERE superseded_by = ANY(%s)"
-                " ORDER BY created_at, id",
-                (ids,),
-            ).fetchall()
-        )
-        out: dict[str, list[str]] = {}
-        for by, fact_id in rows:
-            out.setdefault(by, []).append(fact_id)
-        return out
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """For each live fact: ids of the live facts its agent wrote right before/after it, oldest first."""

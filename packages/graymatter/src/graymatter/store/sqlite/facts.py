@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
+from typing import Any
 
 from graymatter.models import Fact
 from graymatter.store.base import Vectors
@@ -22,6 +23,14 @@ def _insert_fact(c: sqlite3.Connection, fact: Fact, state: int) -> int:
     if fact.kind == "fact" and fact.superseded_by is None:
         c.execute("INSERT INTO facts_fts(rowid, text) VALUES (?, ?)", (rowid, fact.text))
     return rowid
+
+
+def _found(c: sqlite3.Connection, ids: Sequence[str], select: str) -> Iterator[tuple[str, Any]]:
+    """``(id, row)`` for each id whose ``select`` (one ``?``, the id) finds a row."""
+    for fact_id in ids:
+        row = c.execute(select, (fact_id,)).fetchone()
+        if row is not None:
+            yield fact_id, row
 
 
 def _remove_from_indexes(c: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
@@ -81,13 +90,8 @@ class SQLiteFactWrites(SQLiteConnections):
         def work(c: sqlite3.Connection) -> list[str]:
             changed: list[str] = []
             index_rows: list[tuple[int, str]] = []
-            for fact_id in ids:
-                row = c.execute(
-                    "SELECT rowid, agent_id, kind FROM facts WHERE id = ? AND superseded_by IS NULL",
-                    (fact_id,),
-                ).fetchone()
-                if row is None:
-                    continue
+            live = "SELECT rowid, agent_id, kind FROM facts WHERE id = ? AND superseded_by IS NULL"
+            for fact_id, row in _found(c, ids, live):
                 c.execute(
                     "UPDATE facts SET superseded_by = ?, embed_state = 0 WHERE rowid = ?",
                     (superseded_by, row[0]),
@@ -157,12 +161,9 @@ class SQLiteFactWrites(SQLiteConnections):
         def work(c: sqlite3.Connection) -> list[str]:
             deleted: list[str] = []
             index_rows: list[tuple[int, str]] = []
-            for fact_id in ids:
-                row = c.execute(
-                    "SELECT rowid, agent_id FROM facts WHERE id = ? AND pinned = 0", (fact_id,)
-                ).fetchone()
-                if row is None:
-                    continue
+            for fact_id, row in _found(
+                c, ids, "SELECT rowid, agent_id FROM facts WHERE id = ? AND pinned = 0"
+            ):
                 index_rows.append((row[0], row[1]))
                 c.execute("DELETE FROM facts WHERE rowid = ?", (row[0],))
                 deleted.append(fact_id)

@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from graymatter.models import Fact, MemoryStats
 from graymatter.store.base import Confidences
 from graymatter.store.listings import SharedListings
 from graymatter.store.records import SharedRecords
-from graymatter.store.rows import FACT_COLUMNS
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import (
     DIALECT,
-    at_micros,
     chunks,
-    decode_fact,
     from_micros,
     placeholders,
 )
@@ -64,22 +60,16 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
     """The fact-reading half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
     def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
-        """Rows of ``select`` (with an ``{ids}`` slot) over ``ids``, run in chunks in one read."""
+        """Rows of ``select`` (``{ids}`` = a condition "is one of ids") over ``ids``, chunked, in one read."""
 
         def work(c: sqlite3.Connection) -> list[Any]:
             rows: list[Any] = []
             for chunk in chunks(ids):
-                rows.extend(c.execute(select.format(ids=placeholders(len(chunk))), list(chunk)).fetchall())
+                query = select.format(ids=f"IN ({placeholders(len(chunk))})")
+                rows.extend(c.execute(query, list(chunk)).fetchall())
             return rows
 
         return self._read(work) if ids else []
-
-    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        """Facts with the given ids, in the order given; unknown ids are omitted."""
-        ids = list(dict.fromkeys(fact_ids))
-        select = f"SELECT {FACT_COLUMNS} FROM facts WHERE id IN ({{ids}})"
-        found = {row[0]: decode_fact(row) for row in self._rows_by_ids(ids, select)}
-        return [found[i] for i in ids if i in found]
 
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
@@ -87,15 +77,6 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
             "INDEXED BY facts_agent_text WHERE agent_id = ? AND text = ? AND kind = ? ORDER BY created_at, id"
         )
         return self._listing(where, (agent_id, text, kind))
-
-    def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
-        """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""
-        ids = list(dict.fromkeys(fact_ids))
-        out: dict[str, list[str]] = {}
-        select = "SELECT superseded_by, id FROM facts WHERE superseded_by IN ({ids}) ORDER BY created_at, id"
-        for by, fact_id in self._rows_by_ids(ids, select):
-            out.setdefault(by, []).append(fact_id)
-        return out
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """For each given live fact, the live facts of its agent written right before and after it."""
@@ -118,15 +99,6 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
             return {fid: [other for _, other in sorted(rows)] for fid, rows in found.items()}
 
         return self._read(work)
-
-    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
-        """``(created_at, confidence)`` of the live ``fact``-kind facts among ``fact_ids``."""
-        ids = list(dict.fromkeys(fact_ids))
-        out: dict[str, tuple[datetime, str]] = {}
-        select = f"SELECT id, created_at, confidence FROM facts WHERE {_LIVE} AND id IN ({{ids}})"
-        for fact_id, created, confidence in self._rows_by_ids(ids, select):
-            out[fact_id] = (at_micros(created), confidence)
-        return out
 
     def recent(self, agent_ids: Sequence[str], limit: int, confidences: Confidences = None) -> list[str]:
         """Ids of the newest live facts (``created_at`` desc, then ``id``), at most ``limit``."""
