@@ -34,6 +34,11 @@ def tinyagent_cmd(*args: object) -> list[str]:
     return [sys.executable, "-m", "tinyagent", *(str(arg) for arg in args)]
 
 
+def scripted_argv(script: Path, work: Path, out: Path, *extra: object, task: str = "t") -> list[object]:
+    """Arguments of one scripted-provider run of ``script`` in ``work``, saving the trajectory to ``out``."""
+    return ["-t", task, "--provider", "scripted", "--base-url", script, "--cwd", work, "-o", out, *extra]
+
+
 def run_cli(
     args: Sequence[object],
     *,

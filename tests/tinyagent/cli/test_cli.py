@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.env import hermetic_env
-from support.tinyagent_cli import call, load_json, reply, run_cli, write_script
+from support.tinyagent_cli import call, load_json, reply, run_cli, scripted_argv, write_script
 from tinyagent.trajectory.files import load_trajectory
 
 SUBMIT = reply(call("submit", answer="all done"))
@@ -24,19 +24,7 @@ def scripted(tmp_path: Path, work: Path, replies: list, *extra: str, env: dict |
     script = write_script(tmp_path / "script.json", replies)
     out = tmp_path / "run.json"
     result = run_cli(
-        [
-            "-t",
-            "the task",
-            "--provider",
-            "scripted",
-            "--base-url",
-            str(script),
-            "--cwd",
-            str(work),
-            "-o",
-            str(out),
-            *list(extra),
-        ],
+        scripted_argv(script, work, out, *extra, task="the task"),
         cwd=tmp_path,
         env=hermetic_env(tmp_path, env),
         **kw,
@@ -191,18 +179,7 @@ def test_a_real_save_failure_is_reported_and_exits_nonzero(tmp_path: Path, work:
         [reply(call("bash", command=f"rm -rf {out_dir} && touch {out_dir}")), SUBMIT],
     )
     result = run_cli(
-        [
-            "-t",
-            "t",
-            "--provider",
-            "scripted",
-            "--base-url",
-            str(script),
-            "--cwd",
-            str(work),
-            "-o",
-            str(out_dir / "run.json"),
-        ],
+        scripted_argv(script, work, out_dir / "run.json"),
         cwd=tmp_path,
         env=hermetic_env(tmp_path),
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from support.env import hermetic_env
-from support.tinyagent_cli import call, reply, start_cli, write_script
+from support.tinyagent_cli import call, reply, scripted_argv, start_cli, write_script
 from tinyagent.trajectory.files import load_trajectory
 
 SUBMIT = reply(call("submit", answer="all done"))
@@ -52,11 +52,7 @@ def test_signal_during_a_tool_kills_it_and_saves_interrupted(tmp_path: Path, wor
         ],
     )
     out = tmp_path / "run.json"
-    proc = start_cli(
-        ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)],
-        cwd=tmp_path,
-        env=hermetic_env(tmp_path),
-    )
+    proc = start_cli(scripted_argv(script, work, out), cwd=tmp_path, env=hermetic_env(tmp_path))
     try:
         _wait_for_line(proc, "step 1: bash: echo $$ > pid.txt")
         deadline = time.monotonic() + 10
@@ -85,11 +81,7 @@ def test_signal_during_a_model_request_stops_cleanly(tmp_path: Path, work: Path,
     record = tmp_path / "requests.jsonl"
     script = write_script(tmp_path / "s.json", [BUSY, {"sleep": 60, **SUBMIT}], record=str(record))
     out = tmp_path / "run.json"
-    proc = start_cli(
-        ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)],
-        cwd=tmp_path,
-        env=hermetic_env(tmp_path),
-    )
+    proc = start_cli(scripted_argv(script, work, out), cwd=tmp_path, env=hermetic_env(tmp_path))
     try:
         _wait_for_line(proc, "step 2/100: querying the model")
         deadline = time.monotonic() + 10  # wait until the second request is in flight
@@ -118,11 +110,7 @@ def test_sigkill_during_a_tool_batch_leaves_the_previous_checkpoint(tmp_path: Pa
         ],
     )
     out = tmp_path / "run.json"
-    proc = start_cli(
-        ["-t", "t", "--provider", "scripted", "--base-url", str(script), "--cwd", str(work), "-o", str(out)],
-        cwd=tmp_path,
-        env=hermetic_env(tmp_path),
-    )
+    proc = start_cli(scripted_argv(script, work, out), cwd=tmp_path, env=hermetic_env(tmp_path))
     sleeper = None
     try:
         deadline = time.monotonic() + 20

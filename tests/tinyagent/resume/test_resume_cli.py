@@ -15,22 +15,8 @@ import sys
 import time
 from pathlib import Path
 
-from support.resume_checkpoints import (
-    SECRET,
-    bash_call,
-    executed_markers,
-    submit_call,
-)
-from support.resume_workspace import (
-    MODEL,
-    TASK,
-    Workspace,
-    load,
-    rewrite,
-    scripted,
-    scripted_requests,
-    usage,
-)
+from support.resume_checkpoints import SECRET, bash_call, executed_markers, submit_call
+from support.resume_workspace import MODEL, TASK, Workspace, load, rewrite, scripted, scripted_requests, usage
 from tinyagent.prompts import CONTINUATION_NOTICE
 
 # ------------------------------------------------------------------------------------------------

@@ -10,17 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from support.resume_checkpoints import (
-    API_KEY,
-    bash_call,
-    executed_markers,
-    submit_call,
-)
-from support.resume_workspace import (
-    Workspace,
-    load,
-    usage,
-)
+from support.resume_checkpoints import API_KEY, bash_call, executed_markers, submit_call
+from support.resume_workspace import Workspace, load, usage
 from tinyagent.prompts import CONTINUATION_NOTICE
 
 # ------------------------------------------------------------------------------------------------

@@ -14,19 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.resume_checkpoints import (
-    SECRET,
-    assert_refused,
-    submit_call,
-)
-from support.resume_workspace import (
-    MODEL,
-    Workspace,
-    load,
-    refused,
-    rewrite,
-    usage,
-)
+from support.resume_checkpoints import SECRET, assert_refused, submit_call
+from support.resume_workspace import MODEL, Workspace, load, refused, rewrite, usage
 
 # ------------------------------------------------------------------------------------------------
 # Refusals: invocation

@@ -8,13 +8,7 @@ from typing import Any
 
 import pytest
 
-from support.resume_checkpoints import (
-    SECRET,
-    Call,
-    checkpoint_bytes,
-    checkpoint_document,
-    make_checkpoint,
-)
+from support.resume_checkpoints import SECRET, Call, checkpoint_bytes, checkpoint_document, make_checkpoint
 from support.resume_refusals import encode, refusal, refused_document
 from tinyagent.resume.read import MAX_CHECKPOINT_BYTES
 from tinyagent.resume.validate import validate_checkpoint
