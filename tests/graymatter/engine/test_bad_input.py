@@ -22,6 +22,8 @@ from graymatter.errors import (
 )
 
 LIMIT = 64 * 1024
+Cli = Callable[..., Any]
+Snapshot = Callable[[Path], dict[str, bytes]]
 
 
 def _seeded(gm_dir: Path) -> Path:
@@ -73,9 +75,9 @@ def _assert_one_line_error(result: Any, code: int, *needles: str) -> None:
     ],
 )
 def test_cli_refuses_bad_input_and_leaves_store_identical(
-    cli: Callable[..., Any],
+    cli: Cli,
     gm_dir: Path,
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
+    snapshot_dir: Snapshot,
     args: list[str],
     stdin: str | None,
     code: int,
@@ -88,7 +90,7 @@ def test_cli_refuses_bad_input_and_leaves_store_identical(
     assert snapshot_dir(gm_dir) == before
 
 
-def test_json_mode_errors_are_one_json_line(cli: Callable[..., Any], gm_dir: Path) -> None:
+def test_json_mode_errors_are_one_json_line(cli: Cli, gm_dir: Path) -> None:
     _seeded(gm_dir)
     result = cli("--json", "remember", "agent", "")
     assert result.code == 2
@@ -97,7 +99,7 @@ def test_json_mode_errors_are_one_json_line(cli: Callable[..., Any], gm_dir: Pat
     assert result.code == 3 and result.json()["error"]["code"] == "no_checkpoint"
 
 
-def test_usage_errors_are_one_line(cli: Callable[..., Any]) -> None:
+def test_usage_errors_are_one_line(cli: Cli) -> None:
     result = cli("recall")
     _assert_one_line_error(result, 2, "required")
     result = cli("no-such-command")
@@ -106,8 +108,8 @@ def test_usage_errors_are_one_line(cli: Callable[..., Any]) -> None:
 
 def _check_refused_open(
     gm_dir: Path,
-    cli: Callable[..., Any],
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
+    cli: Cli,
+    snapshot_dir: Snapshot,
     error: type[Exception],
     needle: str,
 ) -> None:
@@ -119,32 +121,20 @@ def _check_refused_open(
     assert snapshot_dir(gm_dir) == before
 
 
-def test_garbage_database_file_is_refused_untouched(
-    cli: Callable[..., Any],
-    gm_dir: Path,
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
-) -> None:
+def test_garbage_database_file_is_refused_untouched(cli: Cli, gm_dir: Path, snapshot_dir: Snapshot) -> None:
     gm_dir.mkdir(mode=0o700)
     (gm_dir / "graymatter.db").write_bytes(b"this is not a database at all\n" * 100)
     _check_refused_open(gm_dir, cli, snapshot_dir, CorruptDatabase, "not a graymatter database")
 
 
-def test_truncated_database_is_refused_untouched(
-    cli: Callable[..., Any],
-    gm_dir: Path,
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
-) -> None:
+def test_truncated_database_is_refused_untouched(cli: Cli, gm_dir: Path, snapshot_dir: Snapshot) -> None:
     db = _seeded(gm_dir)
     data = db.read_bytes()
     db.write_bytes(data[: len(data) // 2 + 100])  # not a whole number of pages
     _check_refused_open(gm_dir, cli, snapshot_dir, CorruptDatabase, "truncated")
 
 
-def test_page_aligned_truncation_is_refused_untouched(
-    cli: Callable[..., Any],
-    gm_dir: Path,
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
-) -> None:
+def test_page_aligned_truncation_is_refused_untouched(cli: Cli, gm_dir: Path, snapshot_dir: Snapshot) -> None:
     db = _seeded(gm_dir)
     data = db.read_bytes()
     page = int.from_bytes(data[16:18], "big")
@@ -153,9 +143,7 @@ def test_page_aligned_truncation_is_refused_untouched(
 
 
 def test_damaged_pages_report_corruption_without_changes(
-    cli: Callable[..., Any],
-    gm_dir: Path,
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
+    cli: Cli, gm_dir: Path, snapshot_dir: Snapshot
 ) -> None:
     db = _seeded(gm_dir)
     data = bytearray(db.read_bytes())
@@ -172,11 +160,7 @@ def test_damaged_pages_report_corruption_without_changes(
     assert snapshot_dir(gm_dir) == before
 
 
-def test_newer_schema_is_refused_untouched(
-    cli: Callable[..., Any],
-    gm_dir: Path,
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
-) -> None:
+def test_newer_schema_is_refused_untouched(cli: Cli, gm_dir: Path, snapshot_dir: Snapshot) -> None:
     db = _seeded(gm_dir)
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 99")
@@ -184,11 +168,7 @@ def test_newer_schema_is_refused_untouched(
     _check_refused_open(gm_dir, cli, snapshot_dir, SchemaTooNew, "newer graymatter")
 
 
-def test_foreign_sqlite_database_is_refused_untouched(
-    cli: Callable[..., Any],
-    gm_dir: Path,
-    snapshot_dir: Callable[[Path], dict[str, bytes]],
-) -> None:
+def test_foreign_sqlite_database_is_refused_untouched(cli: Cli, gm_dir: Path, snapshot_dir: Snapshot) -> None:
     gm_dir.mkdir(mode=0o700)
     with sqlite3.connect(gm_dir / "graymatter.db") as conn:
         conn.execute("CREATE TABLE something_else (x)")
@@ -196,7 +176,7 @@ def test_foreign_sqlite_database_is_refused_untouched(
     _check_refused_open(gm_dir, cli, snapshot_dir, CorruptDatabase, "not a graymatter one")
 
 
-def test_file_where_the_directory_should_be(cli: Callable[..., Any], tmp_path: Path) -> None:
+def test_file_where_the_directory_should_be(cli: Cli, tmp_path: Path) -> None:
     blocker = tmp_path / "store"
     blocker.write_bytes(b"user data")
     with pytest.raises(StoreUnavailable, match="is not a directory"):
@@ -224,7 +204,7 @@ def _unwritable_dir(tmp_path: Path) -> Path:
     pytest.skip("no unwritable directory available to this user")
 
 
-def test_unwritable_directory(cli: Callable[..., Any], tmp_path: Path) -> None:
+def test_unwritable_directory(cli: Cli, tmp_path: Path) -> None:
     target = _unwritable_dir(tmp_path)
     before = sorted(p.name for p in target.iterdir())
     with pytest.raises(StoreUnavailable, match="writable"):
@@ -262,7 +242,7 @@ def test_library_bad_inputs_raise_typed_errors(mem: Memory) -> None:
 
 
 def test_undecodable_fact_is_corrupt_record_not_absence(
-    cli: Callable[..., Any], gm_dir: Path, snapshot_dir: Callable[[Path], dict[str, bytes]]
+    cli: Cli, gm_dir: Path, snapshot_dir: Snapshot
 ) -> None:
     from graymatter.errors import CorruptRecord, NotFound
 
