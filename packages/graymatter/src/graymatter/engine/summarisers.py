@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from graymatter.config import MemoryConfig
 from graymatter.errors import ProviderError
@@ -79,56 +80,76 @@ class OllamaSummariser:
         return parse_summary(answer, max_bytes)
 
 
-class OpenAISummariser:
-    """An OpenAI-compatible ``POST /chat/completions``."""
+class _HostedSummariser(ABC):
+    """A chat-style summariser behind an API key, named ``provider:model``.
+
+    Subclasses give the endpoint ``path``, the request ``_headers`` and ``_body``, and read the ``_answer``.
+    """
+
+    provider: ClassVar[str]
+    path: ClassVar[str]
 
     def __init__(self, base_url: str, api_key: str, model: str) -> None:
         self.base_url, self._api_key, self.model = base_url.rstrip("/"), api_key, model
-        self.name = f"openai:{model}"
+        self.name = f"{self.provider}:{model}"
 
     def summarise(self, texts: Sequence[str], max_bytes: int) -> str:
-        data = _post(
-            f"{self.base_url}/chat/completions",
-            {
-                "model": self.model,
-                "messages": [{"role": "user", "content": build_prompt(texts)}],
-                "max_tokens": 512,
-            },
-            {"Authorization": f"Bearer {self._api_key}"},
-            "openai",
-        )
+        """Ask the model for one summary of ``texts``."""
+        data = _post(f"{self.base_url}{self.path}", self._body(texts), self._headers(), self.provider)
+        return parse_summary(self._answer(data), max_bytes)
+
+    @abstractmethod
+    def _headers(self) -> dict[str, str]:
+        """The request headers (credentials)."""
+
+    @abstractmethod
+    def _body(self, texts: Sequence[str]) -> dict[str, Any]:
+        """The JSON request body."""
+
+    @abstractmethod
+    def _answer(self, data: Any) -> str:
+        """The answer text of a response body."""
+
+
+class OpenAISummariser(_HostedSummariser):
+    """An OpenAI-compatible ``POST /chat/completions``."""
+
+    provider = "openai"
+    path = "/chat/completions"
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self._api_key}"}
+
+    def _body(self, texts: Sequence[str]) -> dict[str, Any]:
+        prompt = [{"role": "user", "content": build_prompt(texts)}]
+        return {"model": self.model, "messages": prompt, "max_tokens": 512}
+
+    def _answer(self, data: Any) -> str:
         try:
             answer = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise ProviderError("openai returned an unexpected payload") from None
-        return parse_summary(str(answer), max_bytes)
+        return str(answer)
 
 
-class AnthropicSummariser:
+class AnthropicSummariser(_HostedSummariser):
     """Anthropic ``POST /v1/messages``."""
 
-    def __init__(self, base_url: str, api_key: str, model: str) -> None:
-        self.base_url, self._api_key, self.model = base_url.rstrip("/"), api_key, model
-        self.name = f"anthropic:{model}"
+    provider = "anthropic"
+    path = "/v1/messages"
 
-    def summarise(self, texts: Sequence[str], max_bytes: int) -> str:
-        data = _post(
-            f"{self.base_url}/v1/messages",
-            {
-                "model": self.model,
-                "max_tokens": 512,
-                "messages": [{"role": "user", "content": build_prompt(texts)}],
-            },
-            {"x-api-key": self._api_key, "anthropic-version": "2023-06-01"},
-            "anthropic",
-        )
+    def _headers(self) -> dict[str, str]:
+        return {"x-api-key": self._api_key, "anthropic-version": "2023-06-01"}
+
+    def _body(self, texts: Sequence[str]) -> dict[str, Any]:
+        prompt = [{"role": "user", "content": build_prompt(texts)}]
+        return {"model": self.model, "max_tokens": 512, "messages": prompt}
+
+    def _answer(self, data: Any) -> str:
         try:
-            answer = "".join(
-                block.get("text", "") for block in data["content"] if block.get("type") == "text"
-            )
+            return "".join(block.get("text", "") for block in data["content"] if block.get("type") == "text")
         except (KeyError, TypeError, AttributeError):
             raise ProviderError("anthropic returned an unexpected payload") from None
-        return parse_summary(answer, max_bytes)
 
 
 def resolve_summariser(
@@ -140,18 +161,13 @@ def resolve_summariser(
         return None
     if name == "ollama":
         return OllamaSummariser(config.ollama_url, config.summariser_model or config.ollama_consolidate_model)
+    hosted: type[OpenAISummariser] | type[AnthropicSummariser]
     if name == "openai":
-        if config.openai_api_key is None:
-            raise ProviderError("GRAYMATTER_CONSOLIDATE_LLM=openai needs OPENAI_API_KEY")
-        return OpenAISummariser(
-            config.openai_base_url,
-            config.openai_api_key.get_secret_value(),
-            config.summariser_model or "gpt-4o-mini",
-        )
-    if config.anthropic_api_key is None:
-        raise ProviderError("GRAYMATTER_CONSOLIDATE_LLM=anthropic needs ANTHROPIC_API_KEY")
-    return AnthropicSummariser(
-        config.anthropic_base_url,
-        config.anthropic_api_key.get_secret_value(),
-        config.summariser_model or "claude-haiku-4-5-20251001",
-    )
+        hosted, key, base_url = OpenAISummariser, config.openai_api_key, config.openai_base_url
+        model = "gpt-4o-mini"
+    else:
+        hosted, key, base_url = AnthropicSummariser, config.anthropic_api_key, config.anthropic_base_url
+        model = "claude-haiku-4-5-20251001"
+    if key is None:
+        raise ProviderError(f"GRAYMATTER_CONSOLIDATE_LLM={name} needs {name.upper()}_API_KEY")
+    return hosted(base_url, key.get_secret_value(), config.summariser_model or model)
