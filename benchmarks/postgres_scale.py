@@ -100,8 +100,8 @@ def _recall(open_store: Any, queries: list[str], vectors: bool) -> dict[str, flo
 
 
 def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, bool]) -> dict[str, Any]:
-    from graymatter.store.postgres.store import PostgresStore
-    from graymatter.store.sqlite.store import SQLiteStore
+    from graymatter.store.postgres import PostgresStore
+    from graymatter.store.sqlite import SQLiteStore
 
     cluster = _cluster()
     rows = []
@@ -227,7 +227,7 @@ def _client_process(args: tuple[list[str], float, int, int]) -> dict[str, Any]:
 
 
 def throughput_table(prefill: int, seconds: float, server_counts: tuple[int, ...]) -> dict[str, Any]:
-    from graymatter.store.postgres.store import PostgresStore
+    from graymatter.store.postgres import PostgresStore
 
     cluster = _cluster()
     rows = []
