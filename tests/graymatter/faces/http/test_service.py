@@ -20,7 +20,7 @@ from graymatter.engine.access import TokenService
 from graymatter.faces.http.app import ServiceConfig, build_app
 from graymatter.faces.http.openapi import openapi_document
 from support.env import hermetic_env
-from support.processes import TOKEN, ServerProcess, auth, start_server
+from support.processes import SERVE_ANNOUNCE, TOKEN, ServerProcess, auth, start_process, start_server
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -170,19 +170,13 @@ def test_serve_with_two_workers(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     store = tmp_path / "store"
-    process = subprocess.Popen(
+    server = start_process(
         [sys.executable, "-m", "graymatter", "--dir", str(store), "serve", "--http", f"127.0.0.1:{port}",
          "--workers", "2", "--token", TOKEN],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=hermetic_env(),
+        env=hermetic_env(), log=tmp_path / "serve.log", announce=SERVE_ANNOUNCE, health="/healthz",
     )  # fmt: skip
     try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
+        url = server.url
         ids = [
             httpx.post(
                 url + "/remember", json={"agent_id": "w", "text": f"fact {i}"}, headers=auth(), timeout=30
@@ -192,8 +186,7 @@ def test_serve_with_two_workers(tmp_path: Path) -> None:
         listed = httpx.get(url + "/facts", params={"agent_id": "w", "limit": 100}, headers=auth(), timeout=30)
         assert sorted(f["id"] for f in listed.json()["facts"]) == sorted(ids)
     finally:
-        process.terminate()
-        process.wait(30)
+        server.stop()
 
 
 def test_token_cli_on_the_embedded_store(tmp_path: Path) -> None:
