@@ -51,7 +51,8 @@ class Principal(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    token_id: str
+    token_id: str | None
+    """The token's public id, recorded in provenance; None for a lone static token, whose writes record none."""
     agents: frozenset[str]
     access: AccessMode
 
@@ -73,9 +74,9 @@ class Principal(BaseModel):
             raise AccessDenied(f"token {self.token_id} has no access to agent namespace {agent_id!r}")
 
     @classmethod
-    def default(cls) -> Principal:
-        """The all-namespaces read-write principal of the store's default token."""
-        return cls(token_id=DEFAULT_TOKEN_ID, agents=frozenset({ALL_AGENTS}), access="read-write")
+    def default(cls, token_id: str | None = DEFAULT_TOKEN_ID) -> Principal:
+        """The all-namespaces read-write principal of a static token (by default the store's default token)."""
+        return cls(token_id=token_id, agents=frozenset({ALL_AGENTS}), access="read-write")
 
 
 def parse_agents(spec: str) -> list[str]:
@@ -120,14 +121,19 @@ class PrincipalSource(Protocol):
 
 
 class StaticToken:
-    """One fixed bearer token that authenticates as the default principal (constant-time comparison)."""
+    """One fixed bearer token for every namespace, read-write (constant-time comparison).
 
-    def __init__(self, token: str) -> None:
+    ``token_id`` names it in provenance: ``mcp serve --http``'s token has none (its writes record no token
+    id); the store's default token of ``graymatter serve`` is :data:`DEFAULT_TOKEN_ID`.
+    """
+
+    def __init__(self, token: str, *, token_id: str | None) -> None:
         self._expected = token.encode()
+        self._principal = Principal.default(token_id)
 
     def authenticate(self, presented: str | None) -> Principal | None:
         if presented and hmac.compare_digest(presented.encode(), self._expected):
-            return Principal.default()
+            return self._principal
         return None
 
 
@@ -136,7 +142,7 @@ class TokenService:
 
     def __init__(self, store: TokenStore, *, default_token: str | None = None) -> None:
         self.store = store
-        self._default = StaticToken(default_token) if default_token else None
+        self._default = StaticToken(default_token, token_id=DEFAULT_TOKEN_ID) if default_token else None
 
     def create(
         self, agents: Iterable[str], *, read_only: bool = False, label: str = ""

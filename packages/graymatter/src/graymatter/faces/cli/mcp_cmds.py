@@ -108,7 +108,7 @@ def _serve_http(args: argparse.Namespace, memory: Memory) -> int:
         config = ServiceConfig(
             host=host, port=bound_port, no_auth=args.no_auth, rate_limit=0, rest=False, mcp_stateless=False
         )
-        app = build_app(memory, None if token is None else StaticToken(token), config)
+        app = build_app(memory, None if token is None else StaticToken(token, token_id=None), config)
     except BaseException:
         sock.close()
         raise

@@ -86,7 +86,8 @@ class _Guarded:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         principal = principal_of(scope)
-        key = principal.token_id if principal is not None else (scope.get("client") or ("local",))[0]
+        token_id = principal.token_id if principal is not None else None
+        key = token_id or (scope.get("client") or ("local",))[0]
         wait = self.limiter.take(key)
         if wait > 0:
             self.metrics.rate_limited += 1
