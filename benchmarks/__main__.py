@@ -38,6 +38,7 @@ REGISTRY: tuple[str, ...] = (
     "trajectory_save",  # ta-core
     "resume_validate",  # ta-resume
     "postgres_scale",  # gm-postgres
+    "startup",  # cold start of the short commands of both wings
 )
 
 EXIT_OK = 0

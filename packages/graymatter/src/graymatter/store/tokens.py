@@ -16,7 +16,7 @@ TOKEN_COLUMNS = "id, label, agents, access, created_at, revoked_at, token_hash"
 class TokenRecord(BaseModel):
     """A stored token as listed by ``graymatter token list`` (never contains the secret)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     id: str = Field(description="Public token id (16 hex chars); recorded as provenance of writes.")
     label: str = Field(default="", description="Free-form note given at creation.")

@@ -1,0 +1,125 @@
+"""Cold start of the short commands of both wings, each as a fresh process, against ``python -c pass``.
+
+What a user (or a hook, or a client spawning a server) pays before any work: interpreter start, imports,
+argument parsing, and for ``recall`` opening a 1k-fact store and answering. Every command runs ``RUNS``
+times, interleaved round-robin so load drifts hit all rows alike; the table reports medians and the
+ratio to ``python -c pass`` measured in the same rounds.
+
+``BENCH_BASELINE_BIN=/path/to/other/venv/bin`` adds the same graymatter and tinyagent commands from another
+install (for instance a checkout of an older commit), interleaved in the same rounds, with the ratio of
+this tree to that one: a before/after comparison on one machine at one load.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import generate_facts, iter_batches
+from benchmarks.harness import cache_dir, print_table, subprocess_env
+
+AGENT = "bench-agent"
+STORE_FACTS = 1_000
+RUNS_FULL = 20
+RUNS_QUICK = 4
+QUERY = "which database does the billing service use"
+
+
+def _store() -> Path:
+    """A keyword-only store of ``STORE_FACTS`` facts, built once per benchmark cache."""
+    directory = cache_dir() / f"startup-{STORE_FACTS}"
+    if directory.exists():
+        return directory
+    from graymatter import Memory
+    from graymatter.config import MemoryConfig
+
+    staging = directory.with_name(directory.name + ".building")
+    shutil.rmtree(staging, ignore_errors=True)
+    memory = Memory(staging, config=MemoryConfig(async_consolidate=False), embedder=None)
+    try:
+        for batch in iter_batches(generate_facts(STORE_FACTS, seed=7), 500):
+            memory.remember_many(AGENT, batch)
+    finally:
+        memory.close()
+    staging.rename(directory)
+    return directory
+
+
+def _commands(bin_dir: Path, store: Path) -> dict[str, list[str]]:
+    graymatter, tinyagent = str(bin_dir / "graymatter"), str(bin_dir / "tinyagent")
+    return {
+        "graymatter --version": [graymatter, "--version"],
+        "graymatter --help": [graymatter, "--help"],
+        "graymatter recall (1k facts)": [graymatter, "--dir", str(store), "--quiet", "recall", AGENT, QUERY],
+        "tinyagent --version": [tinyagent, "--version"],
+        "tinyagent --help": [tinyagent, "--help"],
+    }
+
+
+def _timed(command: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+    elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{command[0]} exited {done.returncode}: {done.stderr.decode()[-300:]}")
+    return elapsed
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Median cold-start times of each command, with ratios to ``python -c pass`` (and to a baseline)."""
+    runs = RUNS_QUICK if quick else RUNS_FULL
+    # As a user runs them: the installed commands, no PYTHONPATH (which would put directories in front of
+    # the standard library on every import), bytecode written and reused.
+    env = {k: v for k, v in subprocess_env().items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
+    store = _store()
+    rows_of: dict[str, list[str]] = {"python -c pass": [sys.executable, "-c", "pass"]}
+    rows_of["python -c 'import mcp.types'"] = [sys.executable, "-c", "import mcp.types"]
+    ours = _commands(Path(sys.executable).parent, store)
+    rows_of.update({f"{name}": cmd for name, cmd in ours.items()})
+    baseline_bin = os.environ.get("BENCH_BASELINE_BIN")
+    if baseline_bin:
+        theirs = _commands(Path(baseline_bin), store)
+        rows_of.update({f"baseline: {name}": cmd for name, cmd in theirs.items()})
+    for command in rows_of.values():  # warm the page cache and the bytecode of every command once
+        _timed(command, env)
+    samples: dict[str, list[float]] = {name: [] for name in rows_of}
+    load_before = os.getloadavg()
+    for _ in range(runs):
+        for name, command in rows_of.items():
+            samples[name].append(_timed(command, env))
+    load_after = os.getloadavg()
+    floor = statistics.median(samples["python -c pass"])
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    rows = []
+    for name, median in medians.items():
+        if name.startswith("baseline: "):
+            continue
+        base = medians.get(f"baseline: {name}")
+        rows.append(
+            [
+                name,
+                round(median * 1000, 1),
+                round(median / floor, 1),
+                round(base * 1000, 1) if base else "",
+                f"{median / base:.2f}" if base else "",
+            ]
+        )
+    load = f"{load_before[0]:.2f} -> {load_after[0]:.2f}"
+    table = print_table(
+        f"Cold start, median of {runs} interleaved runs (load {load})",
+        ["command", "median ms", "x python -c pass", "baseline ms", "this / baseline"],
+        rows,
+    )
+    return {
+        "table": table,
+        "runs": runs,
+        "load_1m_before_after": [load_before[0], load_after[0]],
+        "baseline_bin": baseline_bin,
+        "medians_ms": {name: round(value * 1000, 2) for name, value in medians.items()},
+    }
