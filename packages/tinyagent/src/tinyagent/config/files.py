@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tinyagent.defaults import MAX_CONFIG_BYTES
 from tinyagent.errors import UsageError
+from tinyagent.validation import first_error
 
 PROJECT_CONFIG_NAME = ".tinyagent.yaml"
 
@@ -99,9 +100,8 @@ def load_config_file(path: Path, *, project: bool) -> ConfigFile:
     try:
         config = ConfigFile.model_validate(document)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(part) for part in first.get("loc", ())) or "(file)"
-        raise ConfigError(f"config file {path}: {key}: {first.get('msg', 'invalid value')}") from exc
+        first = first_error(exc)
+        raise ConfigError(f"config file {path}: {first.where('(file)')}: {first.msg}") from exc
     if project:
         for name, entry in config.providers.items():
             if entry.api_key is not None or entry.base_url is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from tinyagent.trajectory.models import Trajectory
+from tinyagent.validation import first_error
 
 _KNOWN_FIELDS: frozenset[str] | None = None
 
@@ -41,34 +42,21 @@ def _model_types(annotation: Any) -> list[Any]:
     return found
 
 
-def _error_items(exc: Exception) -> list[dict[str, Any]] | None:
-    """The validation errors of `exc` without input values, or None when it is not a ValidationError."""
-    errors = getattr(exc, "errors", None)
-    if not callable(errors):
-        return None
-    items: list[dict[str, Any]] = errors(include_url=False, include_input=False, include_context=False)
-    return items
-
-
 def first_error_type(exc: Exception) -> str | None:
     """The pydantic error type of the first validation error (such as "json_invalid"), if any."""
-    items = _error_items(exc)
-    return str(items[0].get("type")) if items else None
+    first = first_error(exc)
+    return first.type if first.count else None
 
 
 def first_error_location(exc: Exception) -> str:
     """Describe where schema validation failed using field names and indexes only."""
-    items = _error_items(exc)
-    if not items:
+    first = first_error(exc)
+    if not first.count:
         return "the trajectory does not match the schema"
     known = _known_field_names()
-    parts: list[str] = []
-    for element in items[0].get("loc", ()):
-        if isinstance(element, int) or element in known:
-            parts.append(str(element))
-        else:
-            parts.append("<unknown field>")
-    where = ".".join(parts) or "top level"
-    kind = str(items[0].get("type", "invalid"))
-    more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
-    return f"field {where} is invalid ({kind}){more}"
+
+    def shown(element: int | str) -> str:
+        return str(element) if isinstance(element, int) or element in known else "<unknown field>"
+
+    more = f" (and {first.count - 1} more)" if first.count > 1 else ""
+    return f"field {first.where('top level', shown)} is invalid ({first.type}){more}"

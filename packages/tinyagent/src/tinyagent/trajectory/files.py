@@ -20,6 +20,7 @@ from tinyagent.defaults import MAX_TRAJECTORY_BYTES
 from tinyagent.errors import TinyAgentError
 from tinyagent.trajectory.atomic import SaveError, write_private_atomic
 from tinyagent.trajectory.encoding import TrajectoryEncoder, dump_trajectory
+from tinyagent.validation import first_error
 
 if TYPE_CHECKING:
     from tinyagent.trajectory.models import Trajectory
@@ -153,8 +154,7 @@ def load_trajectory(path: str | os.PathLike[str], max_bytes: int = MAX_TRAJECTOR
     try:
         return Trajectory.model_validate(document)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(part) for part in first.get("loc", ())) or "(document)"
+        first = first_error(exc)
         raise LoadError(
-            "schema", f"{path} is not a valid trajectory: {where}: {first.get('type', 'invalid')}"
+            "schema", f"{path} is not a valid trajectory: {first.where('(document)')}: {first.type}"
         ) from exc
