@@ -18,3 +18,8 @@ DEFAULT_REQUEST_TIMEOUT = 600.0
 
 MAX_CONFIG_BYTES = 256 * 1024
 MAX_TRAJECTORY_BYTES = 64 * 1024 * 1024
+
+DEFAULT_PROVIDER_TIMEOUT = 300.0
+"""Seconds a provider connection may take to read, when its caller names no timeout."""
+DEFAULT_MAX_RETRIES = 3
+"""Extra attempts after a failed provider request (3 -> 4 attempts), when its caller names no count."""

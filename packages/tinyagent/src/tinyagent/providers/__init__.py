@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from tinyagent.defaults import DEFAULT_MAX_RETRIES, DEFAULT_PROVIDER_TIMEOUT
 from tinyagent.providers.base import Provider, ProviderAuthError, ProviderError
 
 __all__ = [
@@ -208,8 +209,8 @@ def get_provider(
     model: str,
     base_url: str | None = None,
     api_key: str | None = None,
-    timeout: float = 300.0,
-    max_retries: int = 3,
+    timeout: float = DEFAULT_PROVIDER_TIMEOUT,
+    max_retries: int = DEFAULT_MAX_RETRIES,
     env: Mapping[str, str] | None = None,
     **options: Any,
 ) -> Provider:

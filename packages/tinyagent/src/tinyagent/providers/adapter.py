@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
+from tinyagent.defaults import DEFAULT_MAX_RETRIES, DEFAULT_PROVIDER_TIMEOUT
 from tinyagent.providers.base import OnText, ProviderError, ProviderProtocolError
 from tinyagent.providers.history import check_pairing
 from tinyagent.providers.http.client import HttpClient
@@ -48,8 +49,8 @@ class HttpAdapter(ABC):
         *,
         api_key: str | None,
         key_hint: str | None,
-        timeout: float = 300.0,
-        max_retries: int = 3,
+        timeout: float = DEFAULT_PROVIDER_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:

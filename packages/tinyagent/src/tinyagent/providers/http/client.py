@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from tinyagent import __version__
+from tinyagent.defaults import DEFAULT_PROVIDER_TIMEOUT
 from tinyagent.providers.base import ProviderError, ProviderProtocolError
 from tinyagent.providers.http.coalescing import send_post
 from tinyagent.providers.http.connection import KeepAlive
@@ -66,7 +67,7 @@ class HttpClient:
         *,
         provider: str,
         headers: Mapping[str, str],
-        timeout: float = 300.0,
+        timeout: float = DEFAULT_PROVIDER_TIMEOUT,
         retry: RetryPolicy | None = None,
         key_hint: str | None = None,
         api_key: str | None = None,

@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tinyagent.defaults import DEFAULT_MAX_RETRIES
 from tinyagent.providers.base import ProviderError
 
 __all__ = ["RetryPolicy", "StreamProgress", "attempts_note", "parse_retry_after"]
@@ -17,7 +18,7 @@ __all__ = ["RetryPolicy", "StreamProgress", "attempts_note", "parse_retry_after"
 class RetryPolicy:
     """How hard to try. `max_retries` extra attempts after the first (default 3 -> 4 attempts)."""
 
-    max_retries: int = 3
+    max_retries: int = DEFAULT_MAX_RETRIES
     base_delay: float = 0.5
     max_delay: float = 8.0
     max_total_wait: float = 60.0
