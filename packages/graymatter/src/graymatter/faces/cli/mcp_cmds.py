@@ -1,6 +1,7 @@
 """``graymatter mcp serve``: the MCP server over stdio (default) or streamable HTTP (``--http HOST:PORT``).
 
-Only argparse is imported at module level; the MCP SDK, uvicorn and the engine load when the command runs.
+Only argparse and the CLI's argparse helper are imported at module level; the MCP SDK, uvicorn and the
+engine load when the command runs.
 """
 
 from __future__ import annotations
@@ -10,30 +11,36 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graymatter.faces.cli.command_groups import add_command_group
+
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
+
+MCP_TEXT = "Serve graymatter's seven memory tools over the Model Context Protocol."
+"""``graymatter mcp --help``."""
+SERVE_TEXT = (
+    "Run the MCP server. Without --http it speaks MCP over stdin/stdout (what MCP clients\n"
+    "spawn). With --http it serves streamable HTTP at http://HOST:PORT/mcp behind a bearer\n"
+    "token: --token, else $GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token\n"
+    "(created once, mode 0600). The global --no-daemon flag is accepted and changes\n"
+    "nothing: the store needs no daemon."
+)
+"""``graymatter mcp serve --help`` (line breaks kept)."""
 
 
 def register(subparsers: Any) -> None:
     """Add ``mcp serve`` to the graymatter CLI."""
-    mcp = subparsers.add_parser(
+    mcp_commands = add_command_group(
+        subparsers,
         "mcp",
         help="serve graymatter to MCP clients (Claude Code, OpenCode, Codex, Cursor, ...)",
-        description="Serve graymatter's seven memory tools over the Model Context Protocol.",
+        description=MCP_TEXT,
     )
-    mcp_commands = mcp.add_subparsers(dest="mcp_command", metavar="COMMAND")
-    mcp_commands.required = True
     serve = mcp_commands.add_parser(
         "serve",
         help="run the MCP server (stdio unless --http is given)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=(
-            "Run the MCP server. Without --http it speaks MCP over stdin/stdout (what MCP clients\n"
-            "spawn). With --http it serves streamable HTTP at http://HOST:PORT/mcp behind a bearer\n"
-            "token: --token, else $GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token\n"
-            "(created once, mode 0600). The global --no-daemon flag is accepted and changes\n"
-            "nothing: the store needs no daemon."
-        ),
+        description=SERVE_TEXT,
     )
     serve.add_argument(
         "--http",

@@ -1,7 +1,7 @@
 """``graymatter serve``, ``graymatter token create|list|revoke`` and ``graymatter migrate``.
 
-Only argparse and the standard library are imported at module level; uvicorn, starlette, psycopg and the
-engine load when a command runs.
+Only argparse, the standard library and the CLI's argparse helper are imported at module level; uvicorn,
+starlette, psycopg and the engine load when a command runs.
 """
 
 from __future__ import annotations
@@ -12,11 +12,28 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from graymatter.faces.cli.command_groups import add_command_group
+
 if TYPE_CHECKING:
     from graymatter.engine.access import TokenService
     from graymatter.store import Store
 
 DEFAULT_BIND = "127.0.0.1:8080"
+SERVE_TEXT = (
+    "Serve the REST API and MCP over streamable HTTP (at /mcp) on one port. Every route except "
+    "/healthz and /openapi.json needs a bearer token: the default token (--token, else "
+    "$GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token) may use every namespace; tokens made "
+    "with `graymatter token create` are limited to their agents. Several servers may share one "
+    "PostgreSQL database behind a load balancer."
+)
+"""``graymatter serve --help``."""
+MIGRATE_TEXT = (
+    "Copy every fact, checkpoint, link and token from --from into the empty store --to, then verify "
+    "counts and SHA-256 checksums of every record kind. Exit 1 if verification fails."
+)
+"""``graymatter migrate --help``."""
+TOKEN_TEXT = "Create, list and revoke tokens scoped to agent namespaces (stored hashed)."
+"""``graymatter token --help``."""
 
 
 def _store_options(parser: argparse.ArgumentParser) -> None:
@@ -40,13 +57,7 @@ def _register_serve(subparsers: Any) -> None:
     serve = subparsers.add_parser(
         "serve",
         help="run the HTTP service: REST API + MCP (streamable HTTP) on one port",
-        description=(
-            "Serve the REST API and MCP over streamable HTTP (at /mcp) on one port. Every route except "
-            "/healthz and /openapi.json needs a bearer token: the default token (--token, else "
-            "$GRAYMATTER_HTTP_TOKEN, else <dir>/graymatter.http-token) may use every namespace; tokens made "
-            "with `graymatter token create` are limited to their agents. Several servers may share one "
-            "PostgreSQL database behind a load balancer."
-        ),
+        description=SERVE_TEXT,
     )
     _store_options(serve)
     serve.add_argument(
@@ -82,13 +93,9 @@ def _register_serve(subparsers: Any) -> None:
 
 
 def _register_token(subparsers: Any) -> None:
-    token = subparsers.add_parser(
-        "token",
-        help="manage scoped access tokens",
-        description="Create, list and revoke tokens scoped to agent namespaces (stored hashed).",
+    token_commands = add_command_group(
+        subparsers, "token", help="manage scoped access tokens", description=TOKEN_TEXT
     )
-    token_commands = token.add_subparsers(dest="token_command", metavar="COMMAND")
-    token_commands.required = True
     create = token_commands.add_parser("create", help="create a token (shown once)")
     _store_options(create)
     create.add_argument("--agents", required=True, help="comma-separated agent ids, or * for every namespace")
@@ -111,10 +118,7 @@ def _register_migrate(subparsers: Any) -> None:
     migrate = subparsers.add_parser(
         "migrate",
         help="copy a store to another backend (SQLite <-> PostgreSQL), verified",
-        description=(
-            "Copy every fact, checkpoint, link and token from --from into the empty store --to, then verify "
-            "counts and SHA-256 checksums of every record kind. Exit 1 if verification fails."
-        ),
+        description=MIGRATE_TEXT,
     )
     migrate.add_argument("--from", dest="source", required=True, metavar="URL", help="source store")
     migrate.add_argument("--to", dest="target", required=True, metavar="URL", help="target store (empty)")
@@ -136,18 +140,11 @@ def _open_tokens(args: argparse.Namespace) -> tuple[Store, TokenService]:
 
 def run_token_create(args: argparse.Namespace) -> int:
     from graymatter.engine.access import parse_agents
-    from graymatter.errors import InvalidInput, InvalidToken
 
-    try:
-        agents = parse_agents(args.agents)
-    except InvalidToken as exc:
-        raise InvalidInput(str(exc)) from None
+    agents = parse_agents(args.agents)  # InvalidToken is an InvalidInput: exit 2, code invalid_input
     store, service = _open_tokens(args)
     try:
-        try:
-            token, record = service.create(agents, read_only=args.read_only, label=args.label)
-        except InvalidToken as exc:
-            raise InvalidInput(str(exc)) from None
+        token, record = service.create(agents, read_only=args.read_only, label=args.label)
     finally:
         store.close()
     if getattr(args, "json", False):
@@ -180,14 +177,11 @@ def run_token_list(args: argparse.Namespace) -> int:
 
 
 def run_token_revoke(args: argparse.Namespace) -> int:
-    from graymatter.errors import InvalidInput, InvalidToken, NotFound
+    from graymatter.errors import NotFound
 
     store, service = _open_tokens(args)
     try:
-        try:
-            revoked = service.revoke(args.token_id)
-        except InvalidToken as exc:
-            raise InvalidInput(str(exc)) from None
+        revoked = service.revoke(args.token_id)
     finally:
         store.close()
     if not revoked:
