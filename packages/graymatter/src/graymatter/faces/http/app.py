@@ -29,18 +29,7 @@ from typing import TYPE_CHECKING
 from graymatter import __version__
 from graymatter.engine.access import PrincipalSource, bind_principal
 from graymatter.engine.scoped import ScopedMemory
-from graymatter.faces.http.asgi import (
-    ASGIApp,
-    Message,
-    Receive,
-    Response,
-    Scope,
-    Send,
-    error_response,
-    json_response,
-    run_lifespan,
-    send_response,
-)
+from graymatter.faces.http.asgi import error_response, json_response, run_lifespan, send_response
 from graymatter.faces.http.auth import principal_authenticator, principal_of
 from graymatter.faces.http.observability import Metrics, access_log
 from graymatter.faces.http.openapi import openapi_document
@@ -50,6 +39,7 @@ from graymatter.faces.http.security import SecurityMiddleware, build_policy
 
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
+    from graymatter.faces.http.asgi import ASGIApp, Message, Receive, Response, Scope, Send
     from graymatter.faces.mcp_server.server import McpHttpApp
 
 log = logging.getLogger("graymatter.rest")
@@ -103,23 +93,19 @@ class _Guarded:
                 await self.rest(scope, receive, send)
 
 
+@dataclass(eq=False)
 class _Service:
     """The outermost layer: lifespan, the unauthenticated service paths, metrics and the access log."""
 
-    def __init__(
-        self,
-        memory: Memory,
-        secured: ASGIApp,
-        config: ServiceConfig,
-        mcp: McpHttpApp | None,
-        close_memory: bool,
-    ) -> None:
-        self.memory = memory
-        self.secured = secured
-        self.config = config
-        self.mcp = mcp
-        self.close_memory = close_memory
-        self.openapi_body = json.dumps(openapi_document()).encode() if config.rest else b""
+    memory: Memory
+    secured: ASGIApp
+    config: ServiceConfig
+    mcp: McpHttpApp | None
+    close_memory: bool
+    openapi_body: bytes = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.openapi_body = json.dumps(openapi_document()).encode() if self.config.rest else b""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
