@@ -12,13 +12,14 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic import ValidationError
 
 from graymatter import validation as check
 from graymatter.constants import CONFIDENCE_LEVELS, SHARED_AGENT_ID, SUPERSEDED_BY_AGENT, Confidence
 from graymatter.engine.lifecycle import consolidate
+from graymatter.engine.memory_api import DEFAULT_RELATION, ProvenanceArg, RememberOptions
 from graymatter.engine.memory_checkpoints import CheckpointMethods
 from graymatter.engine.memory_recall import RecallMethods
 from graymatter.errors import GraymatterError, InvalidInput, NotFound, StorageError
@@ -88,7 +89,7 @@ class Memory(RecallMethods, CheckpointMethods):
         text: str,
         *,
         confidence: Confidence = "inferred",
-        provenance: Provenance | dict[str, Any] | None = None,
+        provenance: ProvenanceArg = None,
     ) -> Fact:
         """Store one durable fact and return it. Identical texts are stored as separate facts."""
         agent_id = self._agent(agent_id)
@@ -98,15 +99,9 @@ class Memory(RecallMethods, CheckpointMethods):
         )
         return self._store_fact(fact)
 
-    def remember_shared(
-        self,
-        text: str,
-        *,
-        confidence: Confidence = "inferred",
-        provenance: Provenance | dict[str, Any] | None = None,
-    ) -> Fact:
-        """Store a fact in the project-wide ``__shared__`` namespace."""
-        return self.remember(SHARED_AGENT_ID, text, confidence=confidence, provenance=provenance)
+    def remember_shared(self, text: str, **options: Unpack[RememberOptions]) -> Fact:
+        """Store a fact in the project-wide ``__shared__`` namespace (the options of ``remember``)."""
+        return self.remember(SHARED_AGENT_ID, text, **options)
 
     def remember_many(
         self,
@@ -114,7 +109,7 @@ class Memory(RecallMethods, CheckpointMethods):
         texts: Sequence[str],
         *,
         confidence: Confidence = "inferred",
-        provenance: Provenance | dict[str, Any] | None = None,
+        provenance: ProvenanceArg = None,
     ) -> builtins.list[Fact]:
         """Store several facts in one transaction (all or none)."""
         agent_id = self._agent(agent_id)
@@ -142,12 +137,7 @@ class Memory(RecallMethods, CheckpointMethods):
             self._background.start(agent_id)
 
     def alias(
-        self,
-        agent_id: str,
-        term: str,
-        equivalents: Sequence[str],
-        *,
-        provenance: Provenance | dict[str, Any] | None = None,
+        self, agent_id: str, term: str, equivalents: Sequence[str], *, provenance: ProvenanceArg = None
     ) -> Fact:
         """Declare that ``term`` and ``equivalents`` mean the same; later queries using one find the others.
 
@@ -188,7 +178,7 @@ class Memory(RecallMethods, CheckpointMethods):
         new_text: str,
         *,
         confidence: Confidence | None = None,
-        provenance: Provenance | dict[str, Any] | None = None,
+        provenance: ProvenanceArg = None,
     ) -> Revision:
         """Replace every live fact whose text is exactly ``old_text``.
 
@@ -258,9 +248,9 @@ class Memory(RecallMethods, CheckpointMethods):
         agent_id: str,
         source: str,
         target: str,
-        relation: str = "agent_link",
+        relation: str = DEFAULT_RELATION,
         *,
-        provenance: Provenance | dict[str, Any] | None = None,
+        provenance: ProvenanceArg = None,
     ) -> Link:
         """Record a typed edge between two entities (labels are trimmed and lower-cased). Idempotent."""
         agent_id = self._agent(agent_id)

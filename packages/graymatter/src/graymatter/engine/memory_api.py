@@ -1,4 +1,9 @@
-"""``MemoryAPI``: the memory operations the served faces call, met by ``Memory`` and by ``ScopedMemory``."""
+"""``MemoryAPI``: the memory operations the served faces call, met by ``Memory`` and by ``ScopedMemory``.
+
+Keyword options are described once, as the ``TypedDict``s below: the protocol and ``ScopedMemory`` take
+them as ``**options: Unpack[...]`` and pass them through; ``Memory`` spells them out as explicit keyword
+parameters with their defaults and documents them (mypy checks that the two agree).
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,37 @@ from graymatter.models import (
 ProvenanceArg = Provenance | dict[str, Any] | None
 """What a write accepts as its provenance."""
 
+DEFAULT_SCOPE: RecallScope = "agent"
+"""The namespaces a recall searches unless told otherwise: the agent's own."""
+
+DEFAULT_RELATION = "agent_link"
+"""The relation of a link recorded without one."""
+
+
+class WriteOptions(TypedDict, total=False):
+    """The keyword option every write takes: its provenance."""
+
+    provenance: ProvenanceArg
+
+
+class RememberOptions(WriteOptions, total=False):
+    """The keyword options of ``remember``, ``remember_many`` and ``remember_shared``."""
+
+    confidence: Confidence
+
+
+class ReviseOptions(WriteOptions, total=False):
+    """The keyword options of ``revise`` (no confidence: the lower of the targets' and ``inferred``)."""
+
+    confidence: Confidence | None
+
+
+class CheckpointOptions(WriteOptions, total=False):
+    """The keyword options of ``checkpoint_save``."""
+
+    messages: Sequence[Any] | None
+    metadata: dict[str, Any] | None
+
 
 class RecallOptions(TypedDict, total=False):
     """The keyword options every recall takes (``Memory.recall`` documents them)."""
@@ -34,30 +70,29 @@ class RecallOptions(TypedDict, total=False):
     weights: SignalWeights | None
 
 
+class LatestFactsOptions(TypedDict, total=False):
+    """The keyword options of ``latest_facts``."""
+
+    include_superseded: bool
+
+
+class ListOptions(LatestFactsOptions, total=False):
+    """The keyword options of ``list``."""
+
+    include_aliases: bool
+
+
 class MemoryAPI(Protocol):
     """What the MCP tools and the REST routes use; no store access, so a scoped view can stand in."""
 
-    def remember(
-        self,
-        agent_id: str,
-        text: str,
-        *,
-        confidence: Confidence = "inferred",
-        provenance: ProvenanceArg = None,
-    ) -> Fact: ...
+    def remember(self, agent_id: str, text: str, **options: Unpack[RememberOptions]) -> Fact: ...
 
     def alias(
-        self, agent_id: str, term: str, equivalents: Sequence[str], *, provenance: ProvenanceArg = None
+        self, agent_id: str, term: str, equivalents: Sequence[str], **options: Unpack[WriteOptions]
     ) -> Fact: ...
 
     def revise(
-        self,
-        agent_id: str,
-        old_text: str,
-        new_text: str,
-        *,
-        confidence: Confidence | None = None,
-        provenance: ProvenanceArg = None,
+        self, agent_id: str, old_text: str, new_text: str, **options: Unpack[ReviseOptions]
     ) -> Revision: ...
 
     def forget(self, agent_id: str, text: str) -> builtins.list[str]: ...
@@ -71,9 +106,8 @@ class MemoryAPI(Protocol):
         agent_id: str,
         source: str,
         target: str,
-        relation: str = "agent_link",
-        *,
-        provenance: ProvenanceArg = None,
+        relation: str = DEFAULT_RELATION,
+        **options: Unpack[WriteOptions],
     ) -> Link: ...
 
     def recall(
@@ -93,13 +127,7 @@ class MemoryAPI(Protocol):
     ) -> builtins.list[BatchRecallResult]: ...
 
     def checkpoint_save(
-        self,
-        agent_id: str,
-        state: dict[str, Any] | str | None = None,
-        *,
-        messages: Sequence[Any] | None = None,
-        metadata: dict[str, Any] | None = None,
-        provenance: ProvenanceArg = None,
+        self, agent_id: str, state: dict[str, Any] | str | None = None, **options: Unpack[CheckpointOptions]
     ) -> Checkpoint: ...
 
     def checkpoint_latest(self, agent_id: str) -> Checkpoint: ...
@@ -109,5 +137,5 @@ class MemoryAPI(Protocol):
     def checkpoint_list(self, agent_id: str, limit: int | None = None) -> builtins.list[Checkpoint]: ...
 
     def latest_facts(
-        self, agent_id: str, limit: int, *, include_superseded: bool = True
+        self, agent_id: str, limit: int, **options: Unpack[LatestFactsOptions]
     ) -> builtins.list[Fact]: ...

@@ -6,10 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from graymatter import validation as check
+from graymatter.engine.memory_api import ProvenanceArg
 from graymatter.engine.memory_core import MemoryCore
 from graymatter.errors import InvalidInput, NoCheckpoint
 from graymatter.ids import new_ulid
-from graymatter.models import Checkpoint, Provenance, utcnow
+from graymatter.models import Checkpoint, utcnow
 
 
 class CheckpointMethods(MemoryCore):
@@ -22,7 +23,7 @@ class CheckpointMethods(MemoryCore):
         *,
         messages: Sequence[Any] | None = None,
         metadata: dict[str, Any] | None = None,
-        provenance: Provenance | dict[str, Any] | None = None,
+        provenance: ProvenanceArg = None,
     ) -> Checkpoint:
         """Save a new checkpoint (never overwrites). ``state`` must be a JSON object (or a string of one)."""
         agent_id = self._agent(agent_id)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Unpack
 
 from graymatter import validation as check
 from graymatter.constants import SHARED_AGENT_ID, Confidence
 from graymatter.engine.explain import explain, hit_fields
+from graymatter.engine.memory_api import DEFAULT_SCOPE, RecallOptions
 from graymatter.engine.memory_core import MemoryCore
 from graymatter.errors import GraymatterError, InvalidInput, StorageError
 from graymatter.models import (
@@ -27,17 +28,10 @@ log = logging.getLogger("graymatter")
 class RecallMethods(MemoryCore):
     """Ranked recall over one or both namespaces; every call records one access write."""
 
-    def _request(
-        self,
-        agent_id: str,
-        query: str,
-        top_k: int | None,
-        scope: RecallScope,
-        min_relevance: float | None,
-        min_confidence: Confidence | None,
-        confidence_weight: float | None,
-        weights: SignalWeights | None,
-    ) -> RecallRequest:
+    def _request(self, agent_id: str, query: str, top_k: int | None, options: RecallOptions) -> RecallRequest:
+        scope = options.get("scope", DEFAULT_SCOPE)
+        min_relevance, min_confidence = options.get("min_relevance"), options.get("min_confidence")
+        confidence_weight, weights = options.get("confidence_weight"), options.get("weights")
         if scope not in ("agent", "shared", "all"):
             raise InvalidInput('scope must be "agent", "shared" or "all"')
         agent_id = SHARED_AGENT_ID if scope == "shared" and agent_id is None else self._agent(agent_id)
@@ -83,7 +77,7 @@ class RecallMethods(MemoryCore):
         query: str,
         top_k: int | None = None,
         *,
-        scope: RecallScope = "agent",
+        scope: RecallScope = DEFAULT_SCOPE,
         min_relevance: float | None = None,
         min_confidence: Confidence | None = None,
         confidence_weight: float | None = None,
@@ -95,39 +89,39 @@ class RecallMethods(MemoryCore):
         together). Access bookkeeping is one write per call. The order is deterministic: score, then
         oldest, then id.
         """
-        request = self._request(
-            agent_id, query, top_k, scope, min_relevance, min_confidence, confidence_weight, weights
+        options = RecallOptions(
+            scope=scope,
+            min_relevance=min_relevance,
+            min_confidence=min_confidence,
+            confidence_weight=confidence_weight,
+            weights=weights,
         )
+        request = self._request(agent_id, query, top_k, options)
         return [RecallHit.model_construct(**hit_fields(item)) for item in self._run(request).results]
 
-    def recall_shared(self, query: str, top_k: int | None = None, **options: Any) -> list[RecallHit]:
-        """Recall from the project-wide ``__shared__`` namespace."""
+    def recall_shared(
+        self, query: str, top_k: int | None = None, **options: Unpack[RecallOptions]
+    ) -> list[RecallHit]:
+        """Recall from the project-wide ``__shared__`` namespace (the options of ``recall``)."""
         return self.recall(SHARED_AGENT_ID, query, top_k, **options)
 
     def recall_explain(
-        self,
-        agent_id: str,
-        query: str,
-        top_k: int | None = None,
-        *,
-        scope: RecallScope = "agent",
-        min_relevance: float | None = None,
-        min_confidence: Confidence | None = None,
-        confidence_weight: float | None = None,
-        weights: SignalWeights | None = None,
+        self, agent_id: str, query: str, top_k: int | None = None, **options: Unpack[RecallOptions]
     ) -> list[RecallExplanation]:
-        """``recall`` with a receipt per fact (same ranking, same side effects).
+        """``recall`` with a receipt per fact (same options, same ranking, same side effects).
 
         ``ranks.fused_score`` = Σ weight/(k + rank) over the non-zero ranks; ``score`` =
         ``ranking.final_score`` = fused × ``ranking.factor``.
         """
-        request = self._request(
-            agent_id, query, top_k, scope, min_relevance, min_confidence, confidence_weight, weights
-        )
+        request = self._request(agent_id, query, top_k, options)
         return explain(self.store, request, self._run(request))
 
     def recall_batch(
-        self, agent_id: str, queries: Sequence[str], top_k: int | None = None, **options: Any
+        self,
+        agent_id: str,
+        queries: Sequence[str],
+        top_k: int | None = None,
+        **options: Unpack[RecallOptions],
     ) -> list[BatchRecallResult]:
         """Several recalls at once; blank queries are skipped; a failing query reports its error."""
         agent_id = self._agent(agent_id)
