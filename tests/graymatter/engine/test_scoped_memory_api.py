@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from typing import get_args, get_type_hints
 
 from graymatter.engine.memory import Memory
 from graymatter.engine.memory_api import MemoryAPI
@@ -25,15 +27,21 @@ def test_the_memory_api_is_a_part_of_memory() -> None:
     assert declared and declared <= public_members(Memory), sorted(declared - public_members(Memory))
 
 
+def parameters(method: Callable[..., object]) -> tuple[list[str], set[str]]:
+    """The method's positional parameters and its keyword options (``**options: Unpack[...]`` spelled out)."""
+    params = inspect.signature(method).parameters.values()
+    positional = [p.name for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+    keywords = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+    for var in (p for p in params if p.kind is p.VAR_KEYWORD):
+        options = get_args(get_type_hints(method, include_extras=True)[var.name])[0]
+        keywords |= options.__required_keys__ | options.__optional_keys__
+    return positional, keywords
+
+
 def test_scoped_methods_take_the_same_parameters_as_memory() -> None:
     for name in public_members(Memory):
         ours, theirs = getattr(ScopedMemory, name), getattr(Memory, name)
         if isinstance(theirs, property):
             assert isinstance(ours, property), name
             continue
-        ours_params = list(inspect.signature(ours).parameters)
-        theirs_params = list(inspect.signature(theirs).parameters)
-        if "options" in ours_params and "options" not in theirs_params:  # keyword options passed through
-            ours_params = ours_params[: ours_params.index("options")]
-            theirs_params = theirs_params[: len(ours_params)]
-        assert ours_params == theirs_params, name
+        assert parameters(ours) == parameters(theirs), name
