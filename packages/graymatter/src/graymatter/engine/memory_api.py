@@ -102,12 +102,7 @@ class MemoryAPI(Protocol):
     def unpin(self, agent_id: str, text: str) -> builtins.list[str]: ...
 
     def link(
-        self,
-        agent_id: str,
-        source: str,
-        target: str,
-        relation: str = DEFAULT_RELATION,
-        **options: Unpack[WriteOptions],
+        self, agent_id: str, source: str, target: str, relation: str = ..., **options: Unpack[WriteOptions]
     ) -> Link: ...
 
     def recall(

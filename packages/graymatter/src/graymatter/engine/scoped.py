@@ -5,14 +5,11 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from graymatter.config import MemoryConfig
 from graymatter.constants import SHARED_AGENT_ID
 from graymatter.engine.access import Principal, current_principal
 from graymatter.engine.embedding_index import REEMBED_BATCH
-from graymatter.engine.lifecycle import Summariser
 from graymatter.engine.memory_api import (
     DEFAULT_RELATION,
     DEFAULT_SCOPE,
@@ -64,19 +61,7 @@ class ScopedMemory:
         """The unscoped memory underneath."""
         return self._memory
 
-    # -- the memory's own settings and upkeep (no namespace to check) -------------------------------
-    @property
-    def config(self) -> MemoryConfig:
-        return self._memory.config
-
-    @property
-    def data_dir(self) -> Path | None:
-        return self._memory.data_dir
-
-    @property
-    def summariser(self) -> Summariser | None:
-        return self._memory.summariser
-
+    # -- upkeep of the whole store (no namespace to check) ------------------------------------------
     @property
     def embedding_model(self) -> str | None:
         return self._memory.embedding_model
