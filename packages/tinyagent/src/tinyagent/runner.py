@@ -104,15 +104,10 @@ def new_trajectory(task: str, settings: Settings, system_prompt: str) -> Traject
 
 
 def limits_from(settings: Settings) -> Limits:
-    """The `Limits` record for the settings of this invocation."""
+    """The `Limits` record of this invocation: each field read from the setting of the same name."""
     from tinyagent.trajectory.models import Limits
 
-    return Limits(
-        step_limit=settings.step_limit,
-        cost_limit=settings.cost_limit,
-        time_limit=settings.time_limit,
-        tool_timeout=settings.tool_timeout,
-    )
+    return Limits.model_validate(settings, from_attributes=True)
 
 
 def execute(

@@ -1,6 +1,6 @@
 """Shared plumbing of the HTTP provider adapters: one `HttpClient`, `close()`, and `complete()`.
 
-An adapter subclasses `HttpAdapter`, sets `name`, `model` and `url`, calls `_open_http(...)` in its
+An adapter subclasses `HttpAdapter`, calls `super().__init__(name, model, url, headers, ...)` in its
 constructor (passing on the `HttpOptions` keywords it accepts), and implements the wire-specific
 parts: `_request_body` (the body for a history `build_request` has checked), `request_payload` (the
 body to send, defaults to `build_request`), `_parse` (a whole JSON response -> Completion) and
@@ -43,8 +43,11 @@ class HttpAdapter(ABC):
     url: str
     _http: HttpClient
 
-    def _open_http(
+    def __init__(
         self,
+        name: str,
+        model: str,
+        url: str,
         headers: dict[str, str],
         *,
         api_key: str | None,
@@ -54,7 +57,10 @@ class HttpAdapter(ABC):
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        """The adapter's HttpClient; `retry` overrides the default policy with `max_retries`."""
+        """Name the endpoint and open its HttpClient (`retry` overrides the policy of `max_retries`)."""
+        self.name = name
+        self.model = model
+        self.url = url
         self._http = HttpClient(
             provider=self.name,
             headers=headers,

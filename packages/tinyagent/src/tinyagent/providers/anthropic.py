@@ -85,17 +85,15 @@ class AnthropicProvider(HttpAdapter):
         key_hint: str | None = "ANTHROPIC_API_KEY",
         **options: Unpack[HttpOptions],
     ) -> None:
-        self.name = name
-        self.model = model
         base = base_url.rstrip("/")
-        self.url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
+        url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
         self.max_tokens = max_tokens or default_max_tokens(model)
         self.thinking_budget = thinking_budget
         self.prompt_cache = prompt_cache
         headers = {"anthropic-version": ANTHROPIC_VERSION}
         if api_key:
             headers["x-api-key"] = api_key
-        self._open_http(headers, api_key=api_key, key_hint=key_hint, **options)
+        super().__init__(name, model, url, headers, api_key=api_key, key_hint=key_hint, **options)
 
     # request ---------------------------------------------------------------------------------
     def _request_body(

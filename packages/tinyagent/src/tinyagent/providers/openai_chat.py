@@ -59,10 +59,9 @@ class OpenAIChatProvider(HttpAdapter):
         extra_headers: Mapping[str, str] | None = None,
         **options: Unpack[HttpOptions],
     ) -> None:
-        self.name = name
-        self.model = model
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self._open_http(bearer_headers(api_key, extra_headers), api_key=api_key, key_hint=key_hint, **options)
+        url = base_url.rstrip("/") + "/chat/completions"
+        headers = bearer_headers(api_key, extra_headers)
+        super().__init__(name, model, url, headers, api_key=api_key, key_hint=key_hint, **options)
 
         # see request_payload: (message, its JSON, the pairing state after it)
         self._encoded: list[tuple[Message, str, tuple[tuple[str, ...], int | None]]] = []

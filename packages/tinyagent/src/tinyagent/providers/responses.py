@@ -67,13 +67,12 @@ class ResponsesProvider(HttpAdapter):
         extra_headers: Mapping[str, str] | None = None,
         **options: Unpack[HttpOptions],
     ) -> None:
-        self.name = name
-        self.model = model
-        self.url = base_url.rstrip("/") + "/responses"
         self.encrypted_reasoning = (
             is_reasoning_model(model) if encrypted_reasoning is None else encrypted_reasoning
         )
-        self._open_http(bearer_headers(api_key, extra_headers), api_key=api_key, key_hint=key_hint, **options)
+        url = base_url.rstrip("/") + "/responses"
+        headers = bearer_headers(api_key, extra_headers)
+        super().__init__(name, model, url, headers, api_key=api_key, key_hint=key_hint, **options)
 
     # request ---------------------------------------------------------------------------------
     def _request_body(
