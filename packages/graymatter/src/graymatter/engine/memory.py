@@ -1,7 +1,8 @@
 """The ``Memory`` facade: the library API every face (CLI, MCP, REST) is built on.
 
-Writes, corrections and inspection live here; recall and checkpoints come from their own parts
-(:mod:`.memory_recall`, :mod:`.memory_checkpoints`), all on the shared :class:`.memory_core.MemoryCore`.
+Writes, corrections and inspection live here; recall, checkpoints and export/import come from their own
+parts (:mod:`.memory_recall`, :mod:`.memory_checkpoints`, :mod:`.memory_transfer`), all on the shared
+:class:`.memory_core.MemoryCore`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Unpack
-
-from pydantic import ValidationError
+from typing import Unpack
 
 from graymatter import validation as check
 from graymatter.constants import CONFIDENCE_LEVELS, SHARED_AGENT_ID, SUPERSEDED_BY_AGENT, Confidence
@@ -22,13 +21,12 @@ from graymatter.engine.lifecycle import consolidate
 from graymatter.engine.memory_api import DEFAULT_RELATION, ProvenanceArg, RememberOptions
 from graymatter.engine.memory_checkpoints import CheckpointMethods
 from graymatter.engine.memory_recall import RecallMethods
+from graymatter.engine.memory_transfer import TransferMethods
 from graymatter.errors import GraymatterError, InvalidInput, NotFound, StorageError
 from graymatter.ids import new_ulid
 from graymatter.models import (
     ConsolidationReport,
-    ExportBundle,
     Fact,
-    ImportReport,
     Link,
     MemoryStats,
     Provenance,
@@ -44,7 +42,7 @@ def _not_found(text: str) -> str:
     return f"target fact not found: {json.dumps(shown, ensure_ascii=False)}"
 
 
-class Memory(RecallMethods, CheckpointMethods):
+class Memory(RecallMethods, CheckpointMethods, TransferMethods):
     """Durable facts, recall and checkpoints for agents.
 
     ``Memory(data_dir)`` opens (creating if needed) the embedded SQLite store in ``data_dir``
@@ -291,51 +289,6 @@ class Memory(RecallMethods, CheckpointMethods):
         report = consolidate(self.store, agent_id, self.config, self.summariser, now)
         self.store.reset_write_counter(agent_id)
         return report
-
-    # -- export / import ---------------------------------------------------------------------------
-    def export(self, agent_id: str | None = None) -> ExportBundle:
-        """Everything (or one namespace): facts including tombstones and aliases, checkpoints, links."""
-        agent = None if agent_id is None else self._agent(agent_id)
-        facts = self.store.list_facts(agent, include_superseded=True, kinds=("fact", "alias"))
-        return ExportBundle(
-            exported_at=utcnow(),
-            facts=facts,
-            checkpoints=builtins.list(reversed(self.store.list_checkpoints(agent))),
-            links=self.store.links(None if agent is None else [agent]),
-        )
-
-    def import_bundle(self, bundle: ExportBundle | dict[str, Any] | str) -> ImportReport:
-        """Load an export; records whose ids already exist are skipped (re-importing is a no-op)."""
-        if not isinstance(bundle, ExportBundle):
-            try:
-                bundle = (
-                    ExportBundle.model_validate_json(bundle)
-                    if isinstance(bundle, str)
-                    else ExportBundle.model_validate(bundle)
-                )
-            except Exception as exc:
-                where, message = (
-                    check.first_error(exc) if isinstance(exc, ValidationError) else ("", "invalid")
-                )
-                raise InvalidInput(
-                    f"not a graymatter JSON export ({where or type(exc).__name__}: {message})"
-                ) from None
-        for fact in bundle.facts:
-            self._agent(fact.agent_id)
-            self._text(fact.text)
-        facts_added, facts_skipped = self.store.import_facts(bundle.facts)
-        cps_added, cps_skipped = self.store.import_checkpoints(bundle.checkpoints)
-        links_added, links_skipped = self.store.import_links(bundle.links)
-        if facts_added:
-            self.reembed_pending(limit=None)
-        return ImportReport(
-            facts_added=facts_added,
-            facts_skipped=facts_skipped,
-            checkpoints_added=cps_added,
-            checkpoints_skipped=cps_skipped,
-            links_added=links_added,
-            links_skipped=links_skipped,
-        )
 
     def latest_facts(
         self, agent_id: str, limit: int, *, include_superseded: bool = True

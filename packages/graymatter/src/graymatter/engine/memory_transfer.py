@@ -1,0 +1,64 @@
+"""The export/import part of the ``Memory`` facade: lossless bundles out, and back in without duplicates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from graymatter import validation as check
+from graymatter.engine.memory_core import MemoryCore
+from graymatter.errors import InvalidInput
+from graymatter.models import ExportBundle, ImportReport, utcnow
+
+
+class TransferMethods(MemoryCore):
+    """Bundles of facts (tombstones and aliases included), checkpoints and links; imports skip known ids."""
+
+    def export(self, agent_id: str | None = None) -> ExportBundle:
+        """Everything (or one namespace): facts including tombstones and aliases, checkpoints, links."""
+        agent = None if agent_id is None else self._agent(agent_id)
+        facts = self.store.list_facts(agent, include_superseded=True, kinds=("fact", "alias"))
+        return ExportBundle(
+            exported_at=utcnow(),
+            facts=facts,
+            checkpoints=list(reversed(self.store.list_checkpoints(agent))),
+            links=self.store.links(None if agent is None else [agent]),
+        )
+
+    def import_bundle(self, bundle: ExportBundle | dict[str, Any] | str) -> ImportReport:
+        """Load an export; records whose ids already exist are skipped (re-importing is a no-op)."""
+        bundle = parse_bundle(bundle)
+        for fact in bundle.facts:
+            self._agent(fact.agent_id)
+            self._text(fact.text)
+        facts_added, facts_skipped = self.store.import_facts(bundle.facts)
+        cps_added, cps_skipped = self.store.import_checkpoints(bundle.checkpoints)
+        links_added, links_skipped = self.store.import_links(bundle.links)
+        if facts_added:
+            self.reembed_pending(limit=None)
+        return ImportReport(
+            facts_added=facts_added,
+            facts_skipped=facts_skipped,
+            checkpoints_added=cps_added,
+            checkpoints_skipped=cps_skipped,
+            links_added=links_added,
+            links_skipped=links_skipped,
+        )
+
+
+def parse_bundle(bundle: ExportBundle | dict[str, Any] | str) -> ExportBundle:
+    """``bundle`` as an :class:`ExportBundle` (from a dict or JSON text), else ``InvalidInput``."""
+    if isinstance(bundle, ExportBundle):
+        return bundle
+    try:
+        return (
+            ExportBundle.model_validate_json(bundle)
+            if isinstance(bundle, str)
+            else ExportBundle.model_validate(bundle)
+        )
+    except Exception as exc:
+        where, message = check.first_error(exc) if isinstance(exc, ValidationError) else ("", "invalid")
+        raise InvalidInput(
+            f"not a graymatter JSON export ({where or type(exc).__name__}: {message})"
+        ) from None
