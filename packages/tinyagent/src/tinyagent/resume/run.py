@@ -31,16 +31,7 @@ def start_trajectory(plan: ResumePlan, *, now: str) -> Trajectory:
     from tinyagent.trajectory.models import ResumeProvenance, Timing
 
     checkpoint = plan.checkpoint
-    provenance = ResumeProvenance(
-        source_path=plan.source_path,
-        source_sha256=plan.source_sha256,
-        previous_status=checkpoint.exit_status,
-        previous_submission=checkpoint.submission,
-        previous_detail=checkpoint.exit_detail,
-        boundary_messages=len(checkpoint.messages),
-        boundary_steps=checkpoint.totals.steps,
-        resumed_at=now,
-    )
+    provenance = ResumeProvenance.continuing(checkpoint, plan.source_path, plan.source_sha256, now)
     messages = list(checkpoint.messages)  # restored messages are never mutated, only appended to
     last = messages[-1]
     if not (last.role == "user" and last.content == CONTINUATION_NOTICE):

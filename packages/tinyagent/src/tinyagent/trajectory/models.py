@@ -85,6 +85,22 @@ class ResumeProvenance(_Model):
     boundary_steps: int
     resumed_at: str  # RFC 3339 UTC
 
+    @classmethod
+    def continuing(
+        cls, checkpoint: Trajectory, source_path: str, source_sha256: str, resumed_at: str
+    ) -> ResumeProvenance:
+        """The entry of a run that continues from `checkpoint`: its source, ending and restored boundary."""
+        return cls(
+            source_path=source_path,
+            source_sha256=source_sha256,
+            previous_status=checkpoint.exit_status,
+            previous_submission=checkpoint.submission,
+            previous_detail=checkpoint.exit_detail,
+            boundary_messages=len(checkpoint.messages),
+            boundary_steps=checkpoint.totals.steps,
+            resumed_at=resumed_at,
+        )
+
 
 class Timing(_Model):
     started_at: str  # RFC 3339 UTC, this invocation
