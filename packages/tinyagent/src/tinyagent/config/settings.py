@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -71,17 +71,8 @@ class Settings:
     sources: Mapping[str, str] = field(default_factory=dict)
 
 
-DEFAULTS: dict[str, Any] = {
-    "stream": True,
-    "step_limit": DEFAULT_STEP_LIMIT,
-    "cost_limit": DEFAULT_COST_LIMIT,
-    "time_limit": DEFAULT_TIME_LIMIT,
-    "tool_timeout": DEFAULT_TOOL_TIMEOUT,
-    "output_cap": DEFAULT_OUTPUT_CAP,
-    "request_timeout": DEFAULT_REQUEST_TIMEOUT,
-    "agents_md": "auto",
-    "instructions": None,
-}
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(Settings) if f.default is not MISSING}
+"""A setting's value when no flag, environment variable or config file sets it: the `Settings` defaults."""
 
 
 def canonical_cwd(path: str | os.PathLike[str] | None) -> str:
