@@ -19,6 +19,9 @@ from graymatter.store import Store, open_store
 
 _DEFAULT: Any = object()
 
+BACKGROUND_WAIT_S = 30.0
+"""How long closing a memory, or waiting for it, lets background consolidation finish by default."""
+
 
 def default_data_dir() -> Path:
     """``$GRAYMATTER_DIR`` if set, else ``./.graymatter``."""
@@ -53,7 +56,7 @@ class MemoryCore:
         self._background = BackgroundConsolidator(
             store, self._consolidate_cycle, self.config.max_async_consolidations, on_consolidate_error
         )
-        self.close_timeout_s = 30.0
+        self.close_timeout_s = BACKGROUND_WAIT_S
         """How long ``close()`` (and leaving a ``with`` block) waits for background consolidation."""
         try:
             inner = resolve_embedder(self.config) if embedder is _DEFAULT else embedder
@@ -100,7 +103,7 @@ class MemoryCore:
         """
         return self._embeddings.reembed_pending(limit)
 
-    def wait_for_background(self, timeout_s: float = 30.0) -> None:
+    def wait_for_background(self, timeout_s: float = BACKGROUND_WAIT_S) -> None:
         """Block until running background consolidations finish (tests, CLI shutdown)."""
         self._background.wait(timeout_s)
 

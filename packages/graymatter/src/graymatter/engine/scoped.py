@@ -22,6 +22,7 @@ from graymatter.engine.memory_api import (
     ReviseOptions,
     WriteOptions,
 )
+from graymatter.engine.memory_core import BACKGROUND_WAIT_S
 from graymatter.errors import AccessDenied
 from graymatter.models import (
     BatchRecallResult,
@@ -76,7 +77,7 @@ class ScopedMemory:
     def last_consolidation_error(self) -> str | None:
         return self._memory.last_consolidation_error
 
-    def wait_for_background(self, timeout_s: float = 30.0) -> None:
+    def wait_for_background(self, timeout_s: float = BACKGROUND_WAIT_S) -> None:
         self._memory.wait_for_background(timeout_s)
 
     def close(self, timeout_s: float | None = None) -> None:
@@ -241,7 +242,7 @@ def _writable(agent_id: str) -> str:
 
 
 def _writing(agent_id: str, options: _SomeWriteOptions) -> _SomeWriteOptions:
-    """The write ``options`` for ``agent_id`` with the principal's token id stamped into the provenance."""
+    """Check that the bound principal may write ``agent_id``; return ``options`` stamped with its token id."""
     principal = _checked(agent_id, write=True)
     if principal is None:
         return options
