@@ -37,6 +37,7 @@ TINYAGENT_RANK = {
     "errors": 0,
     "defaults": 0,
     "types": 0,
+    "validation": 0,
     "prompts": 1,
     "pricing": 1,
     "config": 1,
