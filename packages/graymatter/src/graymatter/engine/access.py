@@ -52,7 +52,7 @@ class Principal(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     token_id: str | None
-    """The token's public id, recorded in provenance; None for a lone static token, whose writes record none."""
+    """The public id recorded in provenance; None for a lone static token, whose writes record none."""
     agents: frozenset[str]
     access: AccessMode
 
@@ -75,7 +75,7 @@ class Principal(BaseModel):
 
     @classmethod
     def default(cls, token_id: str | None = DEFAULT_TOKEN_ID) -> Principal:
-        """The all-namespaces read-write principal of a static token (by default the store's default token)."""
+        """The all-namespaces read-write principal of a static token (by default the store's default one)."""
         return cls(token_id=token_id, agents=frozenset({ALL_AGENTS}), access="read-write")
 
 
