@@ -7,7 +7,8 @@ ratio to ``python -c pass`` measured in the same rounds.
 
 ``BENCH_BASELINE_BIN=/path/to/other/venv/bin`` adds the same graymatter and tinyagent commands from another
 install (for instance a checkout of an older commit), interleaved in the same rounds, with the ratio of
-this tree to that one: a before/after comparison on one machine at one load.
+this tree to that one: a before/after comparison on one machine at one load. ``BENCH_BASELINE_LABEL``
+names it in the table (say, the commit).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def run(quick: bool) -> dict[str, Any]:
     ours = _commands(Path(sys.executable).parent, store)
     rows_of.update({f"{name}": cmd for name, cmd in ours.items()})
     baseline_bin = os.environ.get("BENCH_BASELINE_BIN")
+    label = os.environ.get("BENCH_BASELINE_LABEL") or baseline_bin or "none"
     if baseline_bin:
         theirs = _commands(Path(baseline_bin), store)
         rows_of.update({f"baseline: {name}": cmd for name, cmd in theirs.items()})
@@ -113,13 +115,13 @@ def run(quick: bool) -> dict[str, Any]:
     load = f"{load_before[0]:.2f} -> {load_after[0]:.2f}"
     table = print_table(
         f"Cold start, median of {runs} interleaved runs (load {load})",
-        ["command", "median ms", "x python -c pass", "baseline ms", "this / baseline"],
+        ["command", "median ms", "x python -c pass", f"baseline ({label}) ms", "this / baseline"],
         rows,
     )
     return {
         "table": table,
         "runs": runs,
         "load_1m_before_after": [load_before[0], load_after[0]],
-        "baseline_bin": baseline_bin,
+        "baseline": label,
         "medians_ms": {name: round(value * 1000, 2) for name, value in medians.items()},
     }
