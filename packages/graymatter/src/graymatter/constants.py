@@ -24,3 +24,6 @@ DEFAULT_DATA_DIR: Final = ".graymatter"
 
 DATA_DIR_ENV: Final = "GRAYMATTER_DIR"
 """The environment variable naming the embedded store's directory."""
+
+DEFAULT_RELATION: Final = "agent_link"
+"""The relation of a link when the caller names none."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from graymatter.constants import Confidence
+from graymatter.constants import DEFAULT_RELATION, Confidence
 
 FactKind = Literal["fact", "alias"]
 Interface = Literal["cli", "mcp", "rest", "library", "import", "consolidation"]
@@ -83,7 +83,7 @@ class Link(_Model):
     agent_id: str
     source: str
     target: str
-    relation: str = "agent_link"
+    relation: str = DEFAULT_RELATION
     created_at: datetime
     provenance: Provenance = Field(default_factory=Provenance)
 

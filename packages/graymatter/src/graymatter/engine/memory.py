@@ -16,9 +16,15 @@ from datetime import datetime
 from typing import Unpack
 
 from graymatter import validation as check
-from graymatter.constants import CONFIDENCE_LEVELS, SHARED_AGENT_ID, SUPERSEDED_BY_AGENT, Confidence
+from graymatter.constants import (
+    CONFIDENCE_LEVELS,
+    DEFAULT_RELATION,
+    SHARED_AGENT_ID,
+    SUPERSEDED_BY_AGENT,
+    Confidence,
+)
 from graymatter.engine.lifecycle import consolidate
-from graymatter.engine.memory_api import DEFAULT_RELATION, ProvenanceArg, RememberOptions
+from graymatter.engine.memory_api import ProvenanceArg, RememberOptions
 from graymatter.engine.memory_checkpoints import CheckpointMethods
 from graymatter.engine.memory_recall import RecallMethods
 from graymatter.engine.memory_transfer import TransferMethods

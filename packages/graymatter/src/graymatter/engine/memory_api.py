@@ -31,9 +31,6 @@ ProvenanceArg = Provenance | dict[str, Any] | None
 DEFAULT_SCOPE: RecallScope = "agent"
 """The namespaces a recall searches unless told otherwise: the agent's own."""
 
-DEFAULT_RELATION = "agent_link"
-"""The relation of a link recorded without one."""
-
 
 class WriteOptions(TypedDict, total=False):
     """The keyword option every write takes: its provenance."""

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from graymatter.constants import SHARED_AGENT_ID
+from graymatter.constants import DEFAULT_RELATION, SHARED_AGENT_ID
 from graymatter.engine.access import Principal, current_principal
 from graymatter.engine.embedding_index import REEMBED_BATCH
 from graymatter.engine.memory_api import (
-    DEFAULT_RELATION,
     DEFAULT_SCOPE,
     CheckpointOptions,
     LatestFactsOptions,

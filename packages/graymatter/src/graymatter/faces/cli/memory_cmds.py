@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from graymatter.constants import CONFIDENCE_LABELS, SHARED_AGENT_ID
+from graymatter.constants import CONFIDENCE_LABELS, DEFAULT_RELATION, SHARED_AGENT_ID
 from graymatter.errors import CliUsageError
 from graymatter.faces.cli.exit_codes import EXIT_OK
 from graymatter.faces.cli.options import open_memory
@@ -175,7 +175,7 @@ def _register_alias_link_list(sub: Any, common: argparse.ArgumentParser) -> None
     p = sub.add_parser("link", parents=[common], help="record a typed edge between two entities")
     for name in ("agent", "source", "target"):
         p.add_argument(name)
-    p.add_argument("--relation", default="agent_link")
+    p.add_argument("--relation", default=DEFAULT_RELATION)
     p.set_defaults(func=cmd_link)
     p = sub.add_parser("list", parents=[common], help="list an agent's facts")
     p.add_argument("agent")

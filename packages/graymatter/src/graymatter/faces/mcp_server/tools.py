@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from graymatter.constants import DEFAULT_RELATION
 from graymatter.errors import GraymatterError, NoCheckpoint, NotFound, ToolFailure
 from graymatter.faces.mcp_server.arguments import non_blank, parse_state, require_agent_id, required
 from graymatter.faces.mcp_server.failures import first_line
@@ -239,7 +240,7 @@ class GraymatterTools:
     def _reflect_link(self, agent: str, args: MemoryReflectArguments, provenance: Provenance) -> Outcome:
         source = required(args.text, "text", "link")
         target = required(args.target, "target", "link")
-        relation = args.relation or "agent_link"
+        relation = args.relation or DEFAULT_RELATION
         edge = self.memory.link(agent, source, target, relation=relation, provenance=provenance)
         link = LinkResult(source=edge.source, target=edge.target, relation=edge.relation)
         arrow = f"{quote(edge.source)} → {quote(edge.target)}"
