@@ -64,6 +64,8 @@ def _assert_one_line_error(result: Any, code: int, *needles: str) -> None:
         (["checkpoint", "save", "agent", "--state", '"text"'], None, 2, "state must be a JSON object"),
         (["checkpoint", "save", "agent", "--state", "{broken"], None, 2, "state must be valid JSON"),
         (["checkpoint", "save", "agent", "--state", "NaN"], None, 2, "state must be"),
+        (["checkpoint", "save", "agent", "--state", '{"n": ' + "1" * 5000 + "}"], None, 2, "valid JSON"),
+        (["checkpoint", "save", "agent", "--state", "[" * 100_000], None, 2, "nested too deeply"),
         (["checkpoint", "resume", "agent", "01ARZ3NDEKTSV4RRFFQ69G5FAV"], None, 3, "no checkpoint"),
         (["checkpoint", "resume", "nobody"], None, 3, 'no checkpoints for agent "nobody"'),
         (["revise", "agent", "no such fact", "new"], None, 3, "target fact not found"),

@@ -112,6 +112,9 @@ def json_object(value: Any, field: str, max_bytes: int) -> dict[str, Any]:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{field} must be valid JSON: {exc.msg} at position {exc.pos}") from None
+        except (ValueError, RecursionError) as exc:  # e.g. an integer longer than Python converts
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+            raise InvalidInput(f"{field} must be valid JSON: {reason}") from None
     if not isinstance(value, dict):
         raise InvalidInput(f"{field} must be a JSON object")
     encoded = json_bytes(value, field)
