@@ -149,20 +149,10 @@ def results_dir() -> Path:
 
 def write_json_atomic(path: Path, payload: object) -> None:
     """Write ``payload`` as JSON to ``path`` atomically (exclusive temp file, fsync, rename), mode 0600."""
+    from graymatter.fsutil import atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = (json.dumps(payload, indent=2, sort_keys=False) + "\n").encode()
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, (json.dumps(payload, indent=2, sort_keys=False) + "\n").encode())
 
 
 _CACHE_DIR: Path | None = None

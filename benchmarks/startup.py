@@ -14,7 +14,6 @@ names it in the table (say, the commit).
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -22,34 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import generate_facts, iter_batches
-from benchmarks.harness import cache_dir, print_table, subprocess_env
+from benchmarks.cold_recall import AGENT, ensure_store
+from benchmarks.harness import print_table, subprocess_env
 
-AGENT = "bench-agent"
 STORE_FACTS = 1_000
 RUNS_FULL = 20
 RUNS_QUICK = 4
 QUERY = "which database does the billing service use"
-
-
-def _store() -> Path:
-    """A keyword-only store of ``STORE_FACTS`` facts, built once per benchmark cache."""
-    directory = cache_dir() / f"startup-{STORE_FACTS}"
-    if directory.exists():
-        return directory
-    from graymatter import Memory
-    from graymatter.config import MemoryConfig
-
-    staging = directory.with_name(directory.name + ".building")
-    shutil.rmtree(staging, ignore_errors=True)
-    memory = Memory(staging, config=MemoryConfig(async_consolidate=False), embedder=None)
-    try:
-        for batch in iter_batches(generate_facts(STORE_FACTS, seed=7), 500):
-            memory.remember_many(AGENT, batch)
-    finally:
-        memory.close()
-    staging.rename(directory)
-    return directory
 
 
 def _commands(bin_dir: Path, store: Path) -> dict[str, list[str]]:
@@ -78,7 +56,7 @@ def run(quick: bool) -> dict[str, Any]:
     # As a user runs them: the installed commands, no PYTHONPATH (which would put directories in front of
     # the standard library on every import), bytecode written and reused.
     env = {k: v for k, v in subprocess_env().items() if k not in ("PYTHONPATH", "PYTHONDONTWRITEBYTECODE")}
-    store = _store()
+    store = ensure_store(STORE_FACTS)
     rows_of: dict[str, list[str]] = {"python -c pass": [sys.executable, "-c", "pass"]}
     rows_of["python -c 'import mcp.types'"] = [sys.executable, "-c", "import mcp.types"]
     ours = _commands(Path(sys.executable).parent, store)
