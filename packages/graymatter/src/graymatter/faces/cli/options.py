@@ -6,15 +6,21 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from graymatter.constants import DATA_DIR_ENV, DEFAULT_DATA_DIR
+from graymatter.constants import DATA_DIR_ENV
 
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
 
 
 def resolve_data_dir(args: argparse.Namespace) -> str:
-    """``--dir``, else ``$GRAYMATTER_DIR``, else ``./.graymatter``."""
-    return getattr(args, "dir", None) or os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR
+    """``--dir``, else ``$GRAYMATTER_DIR``, else the routed project's ``<root>/.graymatter``
+    (:mod:`graymatter.routing`)."""
+    explicit = getattr(args, "dir", None) or os.environ.get(DATA_DIR_ENV)
+    if explicit:
+        return str(explicit)
+    from graymatter.routing import resolve_route
+
+    return str(resolve_route().store_dir)
 
 
 def resolve_store_location(args: argparse.Namespace) -> str:
