@@ -14,6 +14,7 @@ table keyed by class that :func:`for_error` reads along the error's MRO::
     GraymatterError
     ├── InvalidInput (ValueError) ── InvalidToken
     ├── NotFound (LookupError) ── NoCheckpoint
+    ├── Conflict
     ├── StorageError ── StoreUnavailable, SchemaTooNew, CorruptDatabase
     ├── CorruptRecord, EmbeddingError, ProviderError
     └── AccessDenied, HttpSecurityError, CliUsageError, ToolFailure
@@ -56,6 +57,10 @@ class NotFound(GraymatterError, LookupError, code="not_found"):
 
 class NoCheckpoint(NotFound, code="no_checkpoint"):
     """The agent has no checkpoint (or none with the requested id)."""
+
+
+class Conflict(GraymatterError, code="conflict"):
+    """A concurrent change got there first (the fact to revise was already retired); nothing changed."""
 
 
 class StorageError(GraymatterError, code="storage_error"):
@@ -117,6 +122,7 @@ def for_error(table: Mapping[type[BaseException], _T], exc: BaseException, defau
 __all__ = [
     "AccessDenied",
     "CliUsageError",
+    "Conflict",
     "CorruptDatabase",
     "CorruptRecord",
     "EmbeddingError",

@@ -28,7 +28,7 @@ from graymatter.engine.memory_api import ProvenanceArg, RememberOptions
 from graymatter.engine.memory_checkpoints import CheckpointMethods
 from graymatter.engine.memory_recall import RecallMethods
 from graymatter.engine.memory_transfer import TransferMethods
-from graymatter.errors import GraymatterError, InvalidInput, NotFound, StorageError
+from graymatter.errors import GraymatterError, InvalidInput, NotFound
 from graymatter.ids import new_ulid
 from graymatter.models import (
     ConsolidationReport,
@@ -186,9 +186,10 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
     ) -> Revision:
         """Replace every live fact whose text is exactly ``old_text``.
 
-        The replacement is written first, then the old facts are tombstoned with ``superseded_by`` = the
-        replacement id. Without an explicit label the replacement gets the lower of ``inferred`` and the
-        lowest label among the targets. A revision never inherits a pin.
+        One compare-and-swap transaction stores the replacement and tombstones the old facts with
+        ``superseded_by`` = the replacement id, if they are all still live; if another writer retired one
+        first, ``Conflict`` is raised and nothing changes. Without an explicit label the replacement gets
+        the lower of ``inferred`` and the lowest label among the targets. A revision never inherits a pin.
         """
         agent_id = self._agent(agent_id)
         old_text = self._text(old_text, "target")
@@ -209,13 +210,11 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         replacement = self._new_fact(
             agent_id, new_text, confidence=label, provenance=prov, kind=kind, equivalents=equivalents
         )
-        self._store_fact(replacement)
-        try:
-            retired = self.store.supersede([f.id for f in targets], replacement.id)
-        except GraymatterError as exc:
-            raise StorageError(
-                f"replacement {replacement.id} was stored, but retiring the old fact failed: {exc}"
-            ) from exc
+        vector = self._embeddings.embed_one(new_text) if kind == "fact" else None
+        retired = self.store.replace_facts(
+            [f.id for f in targets], replacement, vector, self._embeddings.model_id
+        )
+        self._after_write(agent_id, embedded=vector is not None)
         return Revision(fact=replacement, superseded_ids=retired)
 
     def forget(self, agent_id: str, text: str) -> builtins.list[str]:

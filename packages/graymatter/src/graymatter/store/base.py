@@ -108,6 +108,17 @@ class Store(Protocol):
     def supersede(self, fact_ids: Sequence[str], superseded_by: str) -> list[str]:
         """Tombstone the live facts among ``fact_ids``; return the ids actually tombstoned."""
 
+    def replace_facts(
+        self,
+        fact_ids: Sequence[str],
+        replacement: Fact,
+        vector: Vector | None = None,
+        embedding_model: str | None = None,
+    ) -> list[str]:
+        """Compare-and-swap, one transaction: if every fact in ``fact_ids`` is still live, insert
+        ``replacement`` and tombstone them with its id (return their ids); else raise ``Conflict`` and
+        change nothing. Of two writers replacing the same fact, exactly one succeeds."""
+
     def set_pinned(self, fact_ids: Sequence[str], pinned: bool, at: datetime) -> list[str]:
         """Pin or unpin live facts; return the ids changed."""
 

@@ -20,6 +20,8 @@ CHECKPOINT_COLUMNS = "id, agent_id, created_at, message_count, state, messages, 
 CHECKPOINT_INSERT_COLUMNS = "id, agent_id, created_at, state, messages, message_count, metadata, provenance"
 LINK_COLUMNS = "id, agent_id, source, target, relation, created_at, provenance"
 EMBED_NONE, EMBED_PENDING, EMBED_DONE = 0, 1, 2
+CONFLICT = "the fact was revised or forgotten by another writer meanwhile; nothing was changed"
+"""The message of ``Conflict`` when a compare-and-swap replacement finds a target already retired."""
 
 
 @dataclass(frozen=True, slots=True)

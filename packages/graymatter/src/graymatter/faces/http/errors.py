@@ -8,6 +8,7 @@ from pydantic import ValidationError
 
 from graymatter.errors import (
     AccessDenied,
+    Conflict,
     CorruptRecord,
     GraymatterError,
     InvalidInput,
@@ -24,6 +25,7 @@ HTTP_STATUS: dict[type[BaseException], int] = {
     AccessDenied: 403,
     InvalidInput: 422,
     NotFound: 404,
+    Conflict: 409,
     CorruptRecord: 500,
     StorageError: 503,
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from graymatter.errors import GraymatterError, InvalidInput, NotFound, ToolFailure, for_error
+from graymatter.errors import Conflict, GraymatterError, InvalidInput, NotFound, ToolFailure, for_error
 
 logger = logging.getLogger("graymatter.faces.mcp_server.tools")  # the name the server log has always used
 
@@ -31,6 +31,7 @@ ERROR_TEXTS: dict[type[BaseException], Callable[[str, BaseException], str]] = {
     ToolFailure: _verbatim,  # contract texts, word for word
     NotFound: _first_line_only,
     InvalidInput: _first_line_only,
+    Conflict: _prefixed,  # "revise error: the fact was revised ... by another writer meanwhile; ..."
     GraymatterError: _prefixed,  # other engine errors name the tool
 }
 """Error class -> text; an error takes the entry of its nearest listed class. Anything else is a bug."""

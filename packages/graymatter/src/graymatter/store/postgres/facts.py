@@ -8,13 +8,14 @@ from typing import Any
 
 import psycopg
 
+from graymatter.errors import Conflict, InvalidInput
 from graymatter.models import Fact
 from graymatter.store.base import Vector, Vectors
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres.fulltext import insert_facts, unindex
 from graymatter.store.postgres.rows import current_model
 from graymatter.store.postgres.vectors import PostgresVectors
-from graymatter.store.rows import EMBED_DONE, aligned_vectors, embed_state
+from graymatter.store.rows import CONFLICT, EMBED_DONE, aligned_vectors, embed_state
 
 _AfterUpdate = Callable[[psycopg.Connection[Any], Sequence[str]], None]
 
@@ -29,22 +30,56 @@ class PostgresFactWrites(PostgresVectors):
     ) -> None:
         """One transaction: COPY of the rows and postings, then the usable vectors."""
         aligned = aligned_vectors(facts, vectors)
-        if not facts:
-            return
+        if facts:
+            self._write(lambda c: self._insert(c, facts, aligned, embedding_model))
 
-        def work(c: psycopg.Connection[Any]) -> None:
-            model = current_model(c)
-            states = []
-            usable: list[tuple[Fact, Vector]] = []
-            for fact, vector in zip(facts, aligned, strict=True):
-                state = embed_state(fact, model, vector is not None and embedding_model == model)
-                states.append(state)
-                if state == EMBED_DONE and vector is not None:
-                    usable.append((fact, vector))
-            insert_facts(c, self._tokenizer, facts, states)
-            self._put_vectors(c, usable)
+    def _insert(
+        self,
+        c: psycopg.Connection[Any],
+        facts: Sequence[Fact],
+        aligned: Sequence[Vector | None],
+        embedding_model: str | None,
+    ) -> None:
+        model = current_model(c)
+        states = []
+        usable: list[tuple[Fact, Vector]] = []
+        for fact, vector in zip(facts, aligned, strict=True):
+            state = embed_state(fact, model, vector is not None and embedding_model == model)
+            states.append(state)
+            if state == EMBED_DONE and vector is not None:
+                usable.append((fact, vector))
+        insert_facts(c, self._tokenizer, facts, states)
+        self._put_vectors(c, usable)
 
-        self._write(work)
+    def replace_facts(
+        self,
+        fact_ids: Sequence[str],
+        replacement: Fact,
+        vector: Vector | None = None,
+        embedding_model: str | None = None,
+    ) -> list[str]:
+        """Compare-and-swap in one transaction: the targets are locked live (``FOR UPDATE`` re-checks
+        ``superseded_by`` after waiting for a concurrent writer), or ``Conflict`` and nothing changes."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            raise InvalidInput("nothing to replace")
+
+        def work(c: psycopg.Connection[Any]) -> list[str]:
+            locked = c.execute(
+                "SELECT id FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL ORDER BY id FOR UPDATE",
+                (ids,),
+            ).fetchall()
+            if len(locked) != len(ids):
+                raise Conflict(CONFLICT)
+            self._insert(c, [replacement], [vector], embedding_model)
+            c.execute(
+                "UPDATE gm_facts SET superseded_by = %s, embed_state = 0 WHERE id = ANY(%s)",
+                (replacement.id, ids),
+            )
+            unindex(c, sorted(ids))
+            return ids
+
+        return self._write(work)
 
     def import_facts(self, facts: Sequence[Fact]) -> tuple[int, int]:
         """Insert facts whose ids are unknown, skip the others; return ``(added, skipped)``."""

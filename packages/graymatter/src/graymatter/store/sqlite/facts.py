@@ -7,9 +7,17 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
+from graymatter.errors import Conflict, InvalidInput
 from graymatter.models import Fact
-from graymatter.store.base import Vectors
-from graymatter.store.rows import EMBED_DONE, FACT_COLUMNS, aligned_vectors, embed_state, fact_values
+from graymatter.store.base import Vector, Vectors
+from graymatter.store.rows import (
+    CONFLICT,
+    EMBED_DONE,
+    FACT_COLUMNS,
+    aligned_vectors,
+    embed_state,
+    fact_values,
+)
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import chunks, placeholders, to_micros
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
@@ -44,6 +52,41 @@ def _remove_from_indexes(c: sqlite3.Connection, rows: Sequence[tuple[int, str]])
         bump(c, f"vec_removed:{agent}")
 
 
+def _insert_facts(
+    c: sqlite3.Connection,
+    facts: Sequence[Fact],
+    aligned: Sequence[Vector | None],
+    embedding_model: str | None,
+) -> None:
+    """Rows, full-text entries and the usable vectors; the vector caches are told."""
+    model = current_model(c)
+    touched_agents: set[str] = set()
+    for fact, vector in zip(facts, aligned, strict=True):
+        state = embed_state(fact, model, vector is not None and embedding_model == model)
+        rowid = _insert_fact(c, fact, state)
+        if state == EMBED_DONE and vector is not None:
+            put_vector(c, rowid, fact, vector)
+            touched_agents.add(fact.agent_id)
+    for agent in touched_agents:
+        bump(c, f"vec_added:{agent}")
+
+
+def _tombstone(c: sqlite3.Connection, ids: Sequence[str], superseded_by: str) -> list[str]:
+    """Tombstone the live facts among ``ids`` (in this transaction); return the ids changed."""
+    changed: list[str] = []
+    index_rows: list[tuple[int, str]] = []
+    live = "SELECT rowid, agent_id, kind FROM facts WHERE id = ? AND superseded_by IS NULL"
+    for fact_id, row in _found(c, ids, live):
+        c.execute(
+            "UPDATE facts SET superseded_by = ?, embed_state = 0 WHERE rowid = ?", (superseded_by, row[0])
+        )
+        if row[2] == "fact":
+            index_rows.append((row[0], row[1]))
+        changed.append(fact_id)
+    _remove_from_indexes(c, index_rows)
+    return changed
+
+
 class SQLiteFactWrites(SQLiteConnections):
     """The fact-writing half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
@@ -52,20 +95,7 @@ class SQLiteFactWrites(SQLiteConnections):
     ) -> None:
         """One write: rows, full-text entries and the usable vectors; the vector caches are told."""
         aligned = aligned_vectors(facts, vectors)
-
-        def work(c: sqlite3.Connection) -> None:
-            model = current_model(c)
-            touched_agents: set[str] = set()
-            for fact, vector in zip(facts, aligned, strict=True):
-                state = embed_state(fact, model, vector is not None and embedding_model == model)
-                rowid = _insert_fact(c, fact, state)
-                if state == EMBED_DONE and vector is not None:
-                    put_vector(c, rowid, fact, vector)
-                    touched_agents.add(fact.agent_id)
-            for agent in touched_agents:
-                bump(c, f"vec_added:{agent}")
-
-        self._write(work)
+        self._write(lambda c: _insert_facts(c, facts, aligned, embedding_model))
 
     def import_facts(self, facts: Sequence[Fact]) -> tuple[int, int]:
         """Insert facts whose ids are unknown, skip the others; return ``(added, skipped)``."""
@@ -86,23 +116,28 @@ class SQLiteFactWrites(SQLiteConnections):
     def supersede(self, fact_ids: Sequence[str], superseded_by: str) -> list[str]:
         """Tombstone the live facts among ``fact_ids``; return the ids actually tombstoned."""
         ids = list(dict.fromkeys(fact_ids))
+        return self._write(lambda c: _tombstone(c, ids, superseded_by)) if ids else []
+
+    def replace_facts(
+        self,
+        fact_ids: Sequence[str],
+        replacement: Fact,
+        vector: Vector | None = None,
+        embedding_model: str | None = None,
+    ) -> list[str]:
+        """Compare-and-swap in one BEGIN IMMEDIATE transaction: all targets live, or ``Conflict``."""
+        ids = list(dict.fromkeys(fact_ids))
+        if not ids:
+            raise InvalidInput("nothing to replace")
 
         def work(c: sqlite3.Connection) -> list[str]:
-            changed: list[str] = []
-            index_rows: list[tuple[int, str]] = []
-            live = "SELECT rowid, agent_id, kind FROM facts WHERE id = ? AND superseded_by IS NULL"
-            for fact_id, row in _found(c, ids, live):
-                c.execute(
-                    "UPDATE facts SET superseded_by = ?, embed_state = 0 WHERE rowid = ?",
-                    (superseded_by, row[0]),
-                )
-                if row[2] == "fact":
-                    index_rows.append((row[0], row[1]))
-                changed.append(fact_id)
-            _remove_from_indexes(c, index_rows)
-            return changed
+            live = "SELECT rowid FROM facts WHERE id = ? AND superseded_by IS NULL"
+            if len(list(_found(c, ids, live))) != len(ids):
+                raise Conflict(CONFLICT)
+            _insert_facts(c, [replacement], [vector], embedding_model)
+            return _tombstone(c, ids, replacement.id)
 
-        return self._write(work) if ids else []
+        return self._write(work)
 
     def set_pinned(self, fact_ids: Sequence[str], pinned: bool, at: datetime) -> list[str]:
         """Pin or unpin live facts; return the ids changed."""
