@@ -38,6 +38,7 @@ TINYAGENT_RANK = {
     "defaults": 0,
     "types": 0,
     "validation": 0,
+    "keys": 0,
     "prompts": 1,
     "pricing": 1,
     "config": 1,

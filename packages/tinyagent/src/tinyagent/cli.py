@@ -84,6 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--tool-timeout", type=float, metavar="SECONDS", help="timeout per bash command (default 60)"
     )
     parser.add_argument(
+        "--thinking-budget",
+        type=int,
+        metavar="TOKENS",
+        help="Anthropic extended thinking: token budget per reply (>= 1024; other providers ignore it)",
+    )
+    parser.add_argument(
         "-o",
         "--output",
         metavar="FILE",
@@ -120,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `tinyagent` console script; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from tinyagent.keys import withdraw_keys
+
+    withdraw_keys()  # before anything runs: no command the agent starts can read a provider key
     try:
         if args.resume is not None:
             from tinyagent.resume.run import run_resume

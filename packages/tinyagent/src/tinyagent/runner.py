@@ -21,7 +21,7 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tinyagent import __version__
 from tinyagent.defaults import EXIT_FAILURE, EXIT_OK
@@ -50,8 +50,13 @@ def default_output_path(environ: Mapping[str, str] | None = None) -> Path:
 def build_provider(
     settings: Settings, flag_base_url: str | None = None, environ: Mapping[str, str] | None = None
 ) -> Provider:
-    """Construct the configured provider. Endpoint: flag > provider env var > config > default."""
-    env = os.environ if environ is None else environ
+    """Construct the configured provider. Endpoint: flag > provider env var > config > default.
+
+    `environ` defaults to the environment plus the provider keys withdrawn at start-up (`tinyagent.keys`).
+    """
+    from tinyagent.keys import provider_environ, remember
+
+    env = provider_environ() if environ is None else environ
     if settings.provider == "scripted":
         from tinyagent.providers.scripted import SCRIPT_ENV, ScriptedProvider
 
@@ -66,12 +71,18 @@ def build_provider(
 
     base_url = resolve_endpoint(settings.provider, flag_base_url, settings.base_url, env)
     api_key = resolve_api_key(settings.provider, env, settings.api_key)
+    remember(api_key)
+    remember(settings.api_key)
+    options: dict[str, Any] = {}
+    if settings.provider == "anthropic":
+        options["thinking_budget"] = settings.thinking_budget
     return get_provider(
         settings.provider,
         model=settings.model,
         base_url=base_url,
         api_key=api_key,
         timeout=settings.request_timeout,
+        **options,
     )
 
 

@@ -57,6 +57,7 @@ class ConfigFile(BaseModel):
     output_cap: int | None = Field(default=None, ge=1000)
     request_timeout: float | None = Field(default=None, gt=0)
     agents_md: Literal["auto", "off"] | None = None
+    thinking_budget: int | None = Field(default=None, ge=1024)
     instructions: str | None = None
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
 

@@ -2,9 +2,9 @@
 
 Environment variables: `TINYAGENT_PROVIDER`, `TINYAGENT_MODEL`, `TINYAGENT_STEP_LIMIT`,
 `TINYAGENT_COST_LIMIT`, `TINYAGENT_TIME_LIMIT`, `TINYAGENT_TOOL_TIMEOUT`, `TINYAGENT_AGENTS_MD`,
-`TINYAGENT_STREAM`; endpoints and keys use each provider's conventional variables (resolved in
-`tinyagent.providers`). Config files: `tinyagent.config.files`. Credentials and endpoints never come
-from a trajectory.
+`TINYAGENT_STREAM`, `TINYAGENT_THINKING_BUDGET`; endpoints and keys use each provider's conventional
+variables (resolved in `tinyagent.providers`). Config files: `tinyagent.config.files`. Credentials and
+endpoints never come from a trajectory.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class Settings:
     output_cap: int = DEFAULT_OUTPUT_CAP
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     agents_md: Literal["auto", "off"] = "auto"
+    thinking_budget: int | None = None  # Anthropic extended thinking budget (tokens); None = off
     instructions: str | None = None
     quiet: bool = False
     output: str | None = None
@@ -164,6 +165,9 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
     tool_timeout = float(sources.pick("tool_timeout", float, DEFAULTS["tool_timeout"]))
     if tool_timeout <= 0:
         raise ConfigError("the tool timeout must be greater than 0 seconds")
+    thinking_budget = sources.pick("thinking_budget", int, DEFAULTS["thinking_budget"])
+    if thinking_budget is not None and thinking_budget < 1024:
+        raise ConfigError("the thinking budget must be at least 1024 tokens")
     for label, value in (("model", model), ("instructions", instructions), ("base_url", base_url)):
         if value is not None and not _is_utf8(value):
             raise ConfigError(f"the configured {label} is not valid UTF-8 text")
@@ -179,6 +183,7 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         output_cap=int(output_cap),
         request_timeout=float(request_timeout),
         agents_md=agents_md,
+        thinking_budget=thinking_budget,
         instructions=instructions,
         quiet=bool(getattr(args, "quiet", False)),
         output=getattr(args, "output", None),

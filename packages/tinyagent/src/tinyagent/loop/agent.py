@@ -38,6 +38,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TypeAlias
 
+from tinyagent.keys import redact
 from tinyagent.loop.saving import SaveFn, Saver
 from tinyagent.loop.signals import Abort, stop_and_alarm_handlers
 from tinyagent.output import Reporter
@@ -274,7 +275,7 @@ class Agent:
             traj.messages.append(
                 Message(
                     role="tool",
-                    content=result.content,
+                    content=redact(result.content),  # no known key reaches the trajectory or the model
                     tool_call_id=call.id,
                     name=call.name,
                     is_error=result.is_error,
