@@ -69,6 +69,7 @@ def cli(gm_dir: Path) -> Callable[..., CliResult]:
         use_dir: bool = True,
         env: dict[str, str] | None = None,
         timeout: float = 60,
+        cwd: Path | None = None,
     ) -> CliResult:
         command = [sys.executable, "-m", "graymatter"]
         if use_dir:
@@ -80,6 +81,7 @@ def cli(gm_dir: Path) -> Callable[..., CliResult]:
             text=True,
             timeout=timeout,
             env=env or hermetic_env(),
+            cwd=cwd,
         )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 

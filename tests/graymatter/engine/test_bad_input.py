@@ -105,7 +105,7 @@ def test_usage_errors_are_one_line(cli: Cli) -> None:
     result = cli("recall")
     _assert_one_line_error(result, 2, "required")
     result = cli("no-such-command")
-    _assert_one_line_error(result, 2, "invalid choice")
+    _assert_one_line_error(result, 2, "unknown command")
 
 
 def _check_refused_open(

@@ -59,6 +59,14 @@ class NoCheckpoint(NotFound, code="no_checkpoint"):
     """The agent has no checkpoint (or none with the requested id)."""
 
 
+class StoreNotFound(NotFound, code="store_not_found"):
+    """A command that only reads named a store that does not exist (nothing was created)."""
+
+
+class UnknownAgent(NotFound, code="unknown_agent"):
+    """The agent id has no facts, checkpoints or links in this store (a typo looks like lost memory)."""
+
+
 class Conflict(GraymatterError, code="conflict"):
     """A concurrent change got there first (the fact to revise was already retired); nothing changed."""
 

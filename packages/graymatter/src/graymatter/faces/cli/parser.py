@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 from graymatter.errors import CliUsageError
 from graymatter.faces.cli import admin_cmds, checkpoint_cmds, memory_cmds
+from graymatter.faces.cli.grammar import lift_global_flags, suggest_choice
 
 EXTENSION_MODULES = ("graymatter.faces.cli.mcp_cmds", "graymatter.faces.cli.server_cmds")
 """Modules that add subcommands through ``register(subparsers)``; a missing one is skipped."""
@@ -17,7 +18,7 @@ class CliParser(argparse.ArgumentParser):
     """An ArgumentParser whose errors are one line (and JSON with --json) instead of usage + exit."""
 
     def error(self, message: str) -> NoReturn:
-        raise CliUsageError(f"{message} (see: {self.prog} --help)")
+        raise CliUsageError(f"{suggest_choice(message)} (see: {self.prog} --help)")
 
 
 def global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
@@ -66,11 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
-    """Parse ``argv``; the global options are always present on the result."""
-    args = build_parser().parse_args(argv)
-    for name, value in (("dir", None), ("store", None), ("json", False), ("quiet", False)):
-        if not hasattr(args, name):
-            setattr(args, name, value)
+    """Parse ``argv``; the global options (accepted anywhere on the line) are always on the result."""
+    flags, rest = lift_global_flags(argv)
+    args = build_parser().parse_args(rest)
+    flags.apply(args)
     return args
 
 

@@ -198,6 +198,9 @@ def run_token_revoke(args: argparse.Namespace) -> int:
 
 def run_migrate(args: argparse.Namespace) -> int:
     from graymatter.engine.migrate import migrate
+    from graymatter.faces.cli.options import require_existing_store
+
+    require_existing_store(args.source)  # never create the source by copying from it
 
     def progress(message: str) -> None:
         if not getattr(args, "json", False):
