@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from tinyagent import __version__
 from tinyagent.defaults import EXIT_FAILURE, EXIT_USAGE
@@ -50,9 +51,16 @@ provider or tool error, failed save); 2 usage or configuration error, or a refus
 """
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one stderr line and exit code 2 (no usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (all value defaults are None so callers can tell 'given' from 'default')."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="tinyagent",
         description=DESCRIPTION,
         epilog=EPILOG,
