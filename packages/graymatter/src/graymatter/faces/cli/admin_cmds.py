@@ -81,13 +81,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    if args.file == "-":
-        raw = sys.stdin.read()
-    else:
-        try:
-            raw = Path(args.file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CliUsageError(f"cannot read {args.file}: {getattr(exc, 'strerror', None) or exc}") from None
+    from graymatter.bounded import IMPORT_MAX_BYTES, read_source
+
+    raw = read_source(args.file, IMPORT_MAX_BYTES, "import bundle")
     with open_memory(args) as memory:
         result = memory.import_bundle(raw)
     text = (

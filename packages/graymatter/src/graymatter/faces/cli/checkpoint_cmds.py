@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graymatter.errors import CliUsageError
+from graymatter.bounded import read_source
 from graymatter.faces.cli.exit_codes import EXIT_OK
 from graymatter.faces.cli.options import open_memory
 from graymatter.faces.cli.render import checkpoint_table, dump, emit_json, say
@@ -16,30 +15,34 @@ if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
 
 
-def read_json_arg(value: str | None, what: str) -> Any:
-    """A JSON argument as given: the text itself, ``-`` for stdin or ``@FILE``; None when absent."""
+def read_json_arg(value: str | None, what: str, limit: int) -> Any:
+    """A JSON argument as given: the text itself, ``-`` for stdin or ``@FILE`` (read within ``limit``
+    bytes); None when absent."""
     if value is None:
         return None
     if value == "-":
-        return sys.stdin.read()
+        return read_source("-", limit, what)
     if value.startswith("@"):
-        try:
-            return Path(value[1:]).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CliUsageError(f"cannot read {what} file {value[1:]}: {exc.strerror or exc}") from None
+        return read_source(value[1:], limit, f"{what} file")
     return value
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     action = {"save": _save, "list": _list}.get(args.checkpoint_command, _resume)
+    if args.checkpoint_command == "save":  # bounded, before the store opens: a refusal creates nothing
+        from graymatter.config import MemoryConfig
+
+        limit = MemoryConfig.from_env().max_checkpoint_bytes
+        args.state = read_json_arg(args.state, "state", limit)
+        args.metadata = read_json_arg(args.metadata, "metadata", limit)
     with open_memory(args) as memory:
         action(args, memory)
     return EXIT_OK
 
 
 def _save(args: argparse.Namespace, memory: Memory) -> None:
-    state = read_json_arg(args.state, "state")
-    metadata_raw = read_json_arg(args.metadata, "metadata")
+    state = args.state
+    metadata_raw = args.metadata
     from graymatter.validation import json_object
 
     metadata = {"source": "cli"}

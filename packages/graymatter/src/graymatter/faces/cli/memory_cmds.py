@@ -33,7 +33,10 @@ def cmd_remember(args: argparse.Namespace) -> int:
             raise CliUsageError("remember takes AGENT TEXT (or --shared TEXT)")
         agent, text = words
     if text == "-":
-        text = sys.stdin.read()
+        from graymatter.bounded import read_source
+        from graymatter.config import MemoryConfig
+
+        text = read_source("-", MemoryConfig.from_env().max_text_bytes, "text")
     with open_memory(args) as memory:
         fact = memory.remember(agent, text, confidence=args.confidence, provenance=CLI_PROVENANCE)
     report(args, fact, f'Stored fact {fact.id} for agent "{fact.agent_id}".')

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
+from graymatter.bounded import TOKEN_FILE_MAX_BYTES
 from graymatter.errors import HttpSecurityError, InvalidInput
 from graymatter.faces.http.asgi import ASGIApp, Message, Receive, Scope, Send
 
@@ -128,8 +129,11 @@ def load_or_create_token(data_dir: Path) -> str:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise HttpSecurityError(f"cannot read the HTTP token file {path}: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "r", encoding="ascii", errors="replace") as handle:
-        token = handle.read().strip()
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read(TOKEN_FILE_MAX_BYTES + 1)
+    if len(raw) > TOKEN_FILE_MAX_BYTES:
+        raise HttpSecurityError(f"the HTTP token file {path} is larger than {TOKEN_FILE_MAX_BYTES} bytes")
+    token = raw.decode("ascii", errors="replace").strip()
     if len(token) < MIN_TOKEN_CHARS:
         raise HttpSecurityError(f"the HTTP token file {path} is empty or too short; delete it to regenerate")
     return token
