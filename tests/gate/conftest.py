@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gate import report
 from gate.opencode import REPORT
 
 
@@ -12,3 +13,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("OpenCode release gate")
         for block in REPORT:
             terminalreporter.write_line(block)
+    if report.ROWS:
+        terminalreporter.section("Real-client gate: Claude Code, Codex, Gemini CLI, Qwen Code")
+        terminalreporter.write_line(report.render())

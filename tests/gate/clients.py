@@ -1,0 +1,326 @@
+"""The four npm-installed gate clients: pinned packages, how each starts offline, how each names tools.
+
+Facts from ../shared/docs/more-clients.md (Claude Code 2.1.197, Codex 0.171.0, Gemini CLI 0.61.0, Qwen
+Code 0.15.10). Each client is installed with npm into ``.gate/<name>`` of the repository (the only step that
+needs the network) and runs at its own defaults: the gate seeds only what a user has before graymatter
+(a model provider and an API key, the folder trusted), and graymatter's wiring comes from ``graymatter init``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GATE_DIR = REPO_ROOT / ".gate"
+MODEL_PORT = 8787
+"""The scripted model's port inside each fresh network namespace (always free there)."""
+SERVER = "graymatter"
+TOOLS = (
+    "checkpoint_resume",
+    "checkpoint_save",
+    "memory_add",
+    "memory_alias",
+    "memory_reflect",
+    "memory_search",
+    "memory_search_batch",
+)
+PROMPT = "Run the scripted graymatter checks."
+
+
+class GateSetupError(RuntimeError):
+    """A client could not be installed or started."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The directories of one isolated run: a fresh HOME and a project folder (the client's cwd)."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def project(self) -> Path:
+        return self.root / "gateproj"
+
+    @property
+    def store(self) -> Path:
+        return self.project / ".graymatter"
+
+    def make(self) -> None:
+        for path in (self.home, self.project, self.root / "tmp"):
+            path.mkdir(parents=True, exist_ok=True)
+
+
+@dataclass(frozen=True)
+class Client:
+    """One pinned client: its package, how to start it headless, and how it names graymatter's tools."""
+
+    name: str
+    init_name: str  # the ``graymatter init --client`` name
+    package: str
+    version: str
+    entry: str  # path under node_modules; a ``.js`` entry runs under node
+    version_text: str  # what ``--version`` prints
+    tool_name: Callable[[str], str]
+    namespace: str | None
+    offered: Callable[[dict[str, Any]], list[str]]  # graymatter tool names a model request declares
+    main_route: str  # path fragment of the client's model requests
+    seed: Callable[[Layout], None]
+    env: Callable[[Layout], dict[str, str]]
+    argv: Callable[[Layout], list[str]]
+    validates_output: bool
+
+    @property
+    def cache(self) -> Path:
+        return GATE_DIR / self.name
+
+    def command(self) -> list[str]:
+        """The argv prefix that starts the installed client."""
+        path = self.cache / "node_modules" / self.entry
+        node = shutil.which("node") or "node"
+        return [node, str(path)] if path.suffix in (".js", ".mjs") else [str(path)]
+
+    def installed_version(self) -> str | None:
+        try:
+            done = subprocess.run(
+                [*self.command(), "--version"], capture_output=True, text=True, timeout=60, env=_plain_env()
+            )
+        except OSError:
+            return None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    def ensure(self) -> list[str]:
+        """The client's argv prefix, installed with npm at the pinned version when missing or different."""
+        if self.installed_version() == self.version_text:
+            return self.command()
+        npm = shutil.which("npm")
+        if npm is None:
+            raise GateSetupError(f"npm is required for the {self.name} gate (Node.js 20 + npm)")
+        self.cache.mkdir(parents=True, exist_ok=True)
+        manifest = {"private": True, "dependencies": {self.package: self.version}}
+        (self.cache / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        done = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact"],
+            cwd=self.cache,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        if done.returncode != 0:
+            raise GateSetupError(f"npm install {self.package}@{self.version} failed: {done.stderr[-500:]}")
+        found = self.installed_version()
+        if found != self.version_text:
+            raise GateSetupError(f"installed {self.name} reports {found!r}, expected {self.version_text!r}")
+        return self.command()
+
+    def main_requests(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The model requests that offer tools (the agent loop's turns), in order."""
+        return [r for r in requests if self.main_route in r["path"] and _has_tools(r.get("body"))]
+
+
+def _plain_env() -> dict[str, str]:
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent"}
+
+
+def _has_tools(body: Any) -> bool:
+    return isinstance(body, dict) and bool(body.get("tools"))
+
+
+def base_env(layout: Layout) -> dict[str, str]:
+    """The environment every client starts from: nothing of the host but PATH and LANG."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": str(layout.home),
+        "TMPDIR": str(layout.root / "tmp"),
+        "XDG_CONFIG_HOME": str(layout.home / ".config"),
+        "XDG_DATA_HOME": str(layout.home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(layout.home / ".cache"),
+        "XDG_STATE_HOME": str(layout.home / ".local" / "state"),
+    }
+
+
+def _prefixed(prefix: str, names: list[str]) -> list[str]:
+    return sorted(name.removeprefix(prefix) for name in names if name.startswith(prefix))
+
+
+# --- Claude Code ---------------------------------------------------------------------------------------
+
+
+def _claude_offered(body: dict[str, Any]) -> list[str]:
+    return _prefixed(f"mcp__{SERVER}__", [str(t.get("name")) for t in body.get("tools") or []])
+
+
+def _claude_env(layout: Layout) -> dict[str, str]:
+    return {
+        **base_env(layout),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{MODEL_PORT}",
+        "ANTHROPIC_API_KEY": "sk-ant-gate-fixture",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    }
+
+
+def _claude_argv(layout: Layout) -> list[str]:
+    flags = ["--output-format", "stream-json", "--verbose", "--allowedTools", f"mcp__{SERVER}"]
+    return ["-p", PROMPT, *flags, "--max-turns", "20"]
+
+
+# --- Codex ---------------------------------------------------------------------------------------------
+
+CODEX_USER_CONFIG = f"""# the user's own model provider (the scripted model)
+model = "gate-model"
+model_provider = "gate"
+
+[model_providers.gate]
+name = "gate fixture"
+base_url = "http://127.0.0.1:{MODEL_PORT}/v1"
+env_key = "GATE_API_KEY"
+wire_api = "responses"
+"""
+
+
+def _codex_offered(body: dict[str, Any]) -> list[str]:
+    for tool in body.get("tools") or []:
+        if tool.get("type") == "namespace" and tool.get("name") == f"mcp__{SERVER}":
+            return sorted(str(inner.get("name")) for inner in tool.get("tools") or [])
+    return []
+
+
+def _codex_seed(layout: Layout) -> None:
+    home = layout.home / ".codex"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(CODEX_USER_CONFIG)
+
+
+def _codex_env(layout: Layout) -> dict[str, str]:
+    return {**base_env(layout), "CODEX_HOME": str(layout.home / ".codex"), "GATE_API_KEY": "sk-gate-fixture"}
+
+
+def _codex_argv(layout: Layout) -> list[str]:
+    return ["exec", "--json", "--skip-git-repo-check", "-C", str(layout.project), PROMPT]
+
+
+# --- Gemini CLI and Qwen Code ------------------------------------------------------------------------
+
+
+def _gemini_offered(body: dict[str, Any]) -> list[str]:
+    names = [str(d.get("name")) for t in body.get("tools") or [] for d in t.get("functionDeclarations") or []]
+    return _prefixed(f"mcp_{SERVER}_", names)
+
+
+def _settings_seed(folder: str, auth: str, trust: bool) -> Callable[[Layout], None]:
+    def seed(layout: Layout) -> None:
+        directory = layout.home / folder
+        directory.mkdir(parents=True, exist_ok=True)
+        settings = {"security": {"auth": {"selectedType": auth}}}
+        (directory / "settings.json").write_text(json.dumps(settings, indent=2) + "\n")
+        if trust:  # what answering "trust this folder" once leaves behind
+            (directory / "trustedFolders.json").write_text(json.dumps({str(layout.project): "TRUST_FOLDER"}))
+
+    return seed
+
+
+def _gemini_env(layout: Layout) -> dict[str, str]:
+    return {
+        **base_env(layout),
+        "GEMINI_CLI_NO_RELAUNCH": "true",
+        "GOOGLE_GEMINI_BASE_URL": f"http://127.0.0.1:{MODEL_PORT}",
+        "GEMINI_API_KEY": "gate-fixture-key",
+    }
+
+
+def _qwen_offered(body: dict[str, Any]) -> list[str]:
+    names = [str((t.get("function") or {}).get("name")) for t in body.get("tools") or []]
+    return _prefixed(f"mcp__{SERVER}__", names)
+
+
+def _qwen_env(layout: Layout) -> dict[str, str]:
+    return {
+        **base_env(layout),
+        "OPENAI_BASE_URL": f"http://127.0.0.1:{MODEL_PORT}/v1",
+        "OPENAI_API_KEY": "gate-fixture-key",
+        "OPENAI_MODEL": "gate-model",
+    }
+
+
+def _headless_argv(*extra: str) -> Callable[[Layout], list[str]]:
+    return lambda layout: ["-p", PROMPT, "--output-format", "stream-json", "--yolo", *extra]
+
+
+CLAUDE = Client(
+    name="claude-code",
+    init_name="claude-code",
+    package="@anthropic-ai/claude-code",
+    version="2.1.197",
+    entry="@anthropic-ai/claude-code/bin/claude.exe",
+    version_text="2.1.197 (Claude Code)",
+    tool_name=lambda tool: f"mcp__{SERVER}__{tool}",
+    namespace=None,
+    offered=_claude_offered,
+    main_route="/v1/messages",
+    seed=lambda layout: None,
+    env=_claude_env,
+    argv=_claude_argv,
+    validates_output=False,
+)
+CODEX = Client(
+    name="codex",
+    init_name="codex",
+    package="@openai/codex",
+    version="0.171.0",
+    entry="@openai/codex/bin/codex.js",
+    version_text="codex-cli 0.171.0",
+    tool_name=lambda tool: tool,
+    namespace=f"mcp__{SERVER}",
+    offered=_codex_offered,
+    main_route="/v1/responses",
+    seed=_codex_seed,
+    env=_codex_env,
+    argv=_codex_argv,
+    validates_output=False,
+)
+GEMINI = Client(
+    name="gemini",
+    init_name="gemini",
+    package="@google/gemini-cli",
+    version="0.61.0",
+    entry="@google/gemini-cli/bundle/gemini.js",
+    version_text="0.61.0",
+    tool_name=lambda tool: f"mcp_{SERVER}_{tool}",
+    namespace=None,
+    offered=_gemini_offered,
+    main_route="streamGenerateContent",
+    seed=_settings_seed(".gemini", "gemini-api-key", trust=True),
+    env=_gemini_env,
+    argv=_headless_argv("-m", "gemini-2.5-pro"),
+    validates_output=True,
+)
+QWEN = Client(
+    name="qwen",
+    init_name="qwen",
+    package="@qwen-code/qwen-code",
+    version="0.15.10",
+    entry="@qwen-code/qwen-code/cli.js",
+    version_text="0.15.10",
+    tool_name=lambda tool: f"mcp__{SERVER}__{tool}",
+    namespace=None,
+    offered=_qwen_offered,
+    main_route="/chat/completions",
+    seed=_settings_seed(".qwen", "openai", trust=False),
+    env=_qwen_env,
+    argv=_headless_argv(),
+    validates_output=True,
+)
+CLIENTS = {client.name: client for client in (CLAUDE, CODEX, GEMINI, QWEN)}
