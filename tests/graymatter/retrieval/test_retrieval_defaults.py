@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
-from graymatter.models import Fact, SignalWeights
+from graymatter.models import Fact, Provenance, SignalWeights
 from graymatter.retrieval.fusion import Candidate, fuse, order, select
 from graymatter.retrieval.keyword import phrase_terms
 from graymatter.retrieval.pipeline import RecallRequest, run_recall
@@ -170,7 +170,8 @@ def conversation(tmp_path: Path):
         "Ben: My slow cooker chili won the office contest.",
     ]
     filler = [f"Note {i}: the printer on floor {i} needs toner." for i in range(6)]
-    memory.remember_many("conv", [*filler, *turns])
+    memory.remember_many("conv", filler)
+    memory.remember_many("conv", turns, session="ana-and-ben")
     yield memory, turns
     memory.close()
 
@@ -238,7 +239,14 @@ def _imported(tmp_path: Path, gap: timedelta) -> Memory:
         ("Ana: Coconut milk ice cream, definitely.", now - timedelta(days=2) + gap),
     ]
     facts = [
-        Fact(id=f"01J00000000000000000000{i:03d}", agent_id="a", text=t, created_at=at, accessed_at=at)
+        Fact(
+            id=f"01J00000000000000000000{i:03d}",
+            agent_id="a",
+            text=t,
+            created_at=at,
+            accessed_at=at,
+            provenance=Provenance(session="ana-and-ben"),
+        )
         for i, (t, at) in enumerate(texts)
     ]
     memory.import_bundle(ExportBundle(exported_at=now, facts=facts, checkpoints=[], links=[]))

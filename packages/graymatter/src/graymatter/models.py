@@ -13,6 +13,8 @@ from graymatter.constants import DEFAULT_RELATION, Confidence
 FactKind = Literal["fact", "alias"]
 Interface = Literal["cli", "mcp", "rest", "library", "import", "consolidation"]
 RecallScope = Literal["agent", "shared", "all"]
+SESSION_MAX_CHARS = 200
+"""The longest session id a fact may carry."""
 
 
 def require_finite(value: float, message: str = "must be finite") -> float:
@@ -32,11 +34,14 @@ class _Model(BaseModel):
 
 
 class Provenance(_Model):
-    """Who wrote a record: the interface, the client program and (for authenticated faces) the token id."""
+    """Who wrote a record: the interface, the client program, (for authenticated faces) the token id, and
+    the session (conversation) a fact was written in."""
 
     interface: Interface = "library"
     client: str | None = None
     token_id: str | None = None
+    session: str | None = Field(default=None, min_length=1, max_length=SESSION_MAX_CHARS)
+    """Turns of one conversation share a session id; only they lend each other recall context."""
 
 
 class Fact(_Model):

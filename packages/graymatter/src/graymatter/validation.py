@@ -12,7 +12,7 @@ from pydantic_core import ErrorDetails
 
 from graymatter.constants import CONFIDENCE_LABELS, CONFIDENCE_LEVELS, Confidence
 from graymatter.errors import InvalidInput
-from graymatter.models import Provenance
+from graymatter.models import SESSION_MAX_CHARS, Provenance
 
 _CONFIDENCE_CHOICES = ", ".join(f'"{label}"' for label in CONFIDENCE_LABELS[:-1])
 _CONFIDENCE_ERROR = f'confidence must be {_CONFIDENCE_CHOICES} or "{CONFIDENCE_LABELS[-1]}"'
@@ -101,8 +101,24 @@ def provenance(value: Any) -> Provenance:
         return Provenance.model_validate(value)
     except Exception:
         raise InvalidInput(
-            "provenance must have interface cli|mcp|rest|library and optional client, token_id"
+            "provenance must have interface cli|mcp|rest|library and optional client, token_id, session"
         ) from None
+
+
+def session(value: Any) -> str | None:
+    """A session id: a non-blank string of at most ``SESSION_MAX_CHARS`` printable characters, or None."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, str)
+        or not value.strip()
+        or len(value) > SESSION_MAX_CHARS
+        or not value.isprintable()
+    ):
+        raise InvalidInput(
+            f"session must be a non-blank printable string of at most {SESSION_MAX_CHARS} characters"
+        )
+    return value
 
 
 def json_object(value: Any, field: str, max_bytes: int) -> dict[str, Any]:

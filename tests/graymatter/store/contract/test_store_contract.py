@@ -241,17 +241,25 @@ def test_import_facts_skips_known_ids(store_factory: StoreFactory) -> None:
     assert len(store.list_facts("a")) == 2
 
 
-def test_neighbours_are_adjacent_live_facts_of_the_same_agent(store_factory: StoreFactory) -> None:
+def test_neighbours_are_adjacent_live_facts_of_the_same_agent_and_session(
+    store_factory: StoreFactory,
+) -> None:
     store = store_factory()
-    facts = [fact("a", f"turn {i}", i) for i in range(7)]
-    store.add_facts(
-        [*facts, fact("b", "other agent", 3), fact("a", "alias", 3, kind="alias", equivalents=["x"])]
-    )
+    chat = Provenance(session='chat "1"')
+    facts = [fact("a", f"turn {i}", i, provenance=chat) for i in range(7)]
+    others = [
+        fact("b", "other agent", 3, provenance=chat),
+        fact("a", "alias", 3, kind="alias", equivalents=["x"], provenance=chat),
+        fact("a", "no session", 3),
+        fact("a", "other session", 5, provenance=Provenance(session="chat 2")),
+    ]
+    store.add_facts([*facts, *others])
     store.supersede([facts[4].id], "agent")
-    got = store.neighbours([facts[3].id, facts[0].id, facts[4].id, "unknown"], 2)
+    got = store.neighbours([facts[3].id, facts[0].id, facts[4].id, others[2].id, others[3].id, "unknown"], 2)
     assert got == {
         facts[3].id: [facts[1].id, facts[2].id, facts[5].id, facts[6].id],
         facts[0].id: [facts[1].id, facts[2].id],
+        others[3].id: [],
     }
     assert store.neighbours([facts[6].id], 1) == {facts[6].id: [facts[5].id]}
     assert store.neighbours([facts[3].id], 0) == {}

@@ -94,13 +94,17 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         *,
         confidence: Confidence = "inferred",
         provenance: ProvenanceArg = None,
+        session: str | None = None,
     ) -> Fact:
-        """Store one durable fact and return it. Identical texts are stored as separate facts."""
+        """Store one durable fact and return it. Identical texts are stored as separate facts.
+
+        ``session`` marks the fact as a turn of that conversation: recall lends context only between
+        turns of one session (a fact without a session is returned only on its own evidence).
+        """
         agent_id = self._agent(agent_id)
         text = self._text(text)
-        fact = self._new_fact(
-            agent_id, text, confidence=check.confidence(confidence), provenance=check.provenance(provenance)
-        )
+        prov = _with_session(check.provenance(provenance), check.session(session))
+        fact = self._new_fact(agent_id, text, confidence=check.confidence(confidence), provenance=prov)
         return self._store_fact(fact)
 
     def remember_shared(self, text: str, **options: Unpack[RememberOptions]) -> Fact:
@@ -114,11 +118,12 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         *,
         confidence: Confidence = "inferred",
         provenance: ProvenanceArg = None,
+        session: str | None = None,
     ) -> builtins.list[Fact]:
-        """Store several facts in one transaction (all or none)."""
+        """Store several facts in one transaction (all or none); ``session`` as for ``remember``."""
         agent_id = self._agent(agent_id)
         clean = [self._text(t) for t in texts]
-        prov = check.provenance(provenance)
+        prov = _with_session(check.provenance(provenance), check.session(session))
         label = check.confidence(confidence)
         facts = [self._new_fact(agent_id, t, confidence=label, provenance=prov) for t in clean]
         vectors = self._embeddings.embed_batch(clean)
@@ -311,3 +316,10 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         return self.store.list_facts(
             self._agent(agent_id), include_superseded=include_superseded, kinds=kinds
         )
+
+
+def _with_session(provenance: Provenance, session: str | None) -> Provenance:
+    """``provenance`` carrying ``session`` (the argument wins over a session already in it)."""
+    if session is None or provenance.session == session:
+        return provenance
+    return provenance.model_copy(update={"session": session})

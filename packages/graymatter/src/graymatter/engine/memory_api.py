@@ -42,6 +42,7 @@ class RememberOptions(WriteOptions, total=False):
     """The keyword options of ``remember``, ``remember_many`` and ``remember_shared``."""
 
     confidence: Confidence
+    session: str | None
 
 
 class ReviseOptions(WriteOptions, total=False):

@@ -38,7 +38,9 @@ def cmd_remember(args: argparse.Namespace) -> int:
 
         text = read_source("-", MemoryConfig.from_env().max_text_bytes, "text")
     with open_memory(args) as memory:
-        fact = memory.remember(agent, text, confidence=args.confidence, provenance=CLI_PROVENANCE)
+        fact = memory.remember(
+            agent, text, confidence=args.confidence, provenance=CLI_PROVENANCE, session=args.session
+        )
     report(args, fact, f'Stored fact {fact.id} for agent "{fact.agent_id}".')
     return EXIT_OK
 
@@ -148,6 +150,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     for action, (text, _) in TARGET_ACTIONS.items():
         p = sub.add_parser(action, parents=[common], help=text)
         p.add_argument("agent")
+    p.add_argument(
+        "--session",
+        default=None,
+        metavar="ID",
+        help="mark the fact as a turn of conversation ID (recall lends context only within a session)",
+    )
         p.add_argument("text", help="the exact fact text")
         p.set_defaults(func=target_command(action))
     _register_alias_link_list(sub, common)

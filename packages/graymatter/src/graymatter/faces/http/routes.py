@@ -73,7 +73,11 @@ def _rest_provenance() -> dict[str, Any]:
 
 def _remember(memory: MemoryAPI, body: RememberRequest) -> Fact:
     return memory.remember(
-        body.agent_id, body.text, confidence=body.confidence, provenance=_rest_provenance()
+        body.agent_id,
+        body.text,
+        confidence=body.confidence,
+        provenance=_rest_provenance(),
+        session=body.session,
     )
 
 

@@ -23,6 +23,12 @@ class AgentQuery(_In):
 class RememberRequest(AgentQuery):
     text: str = Field(min_length=1, description="The fact to store.")
     confidence: Confidence = "inferred"
+    session: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="The conversation this fact is a turn of; recall lends context only within a session.",
+    )
 
 
 class RecallQuery(AgentQuery):

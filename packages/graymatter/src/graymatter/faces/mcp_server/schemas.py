@@ -313,6 +313,12 @@ class MemoryAddArguments(ArgumentsModel):
     agent_id: str = Field(description=AGENT_ID_DESCRIPTION)
     text: str = Field(description="One atomic, self-contained sentence worth remembering.")
     confidence: ConfidenceLabel | None = Field(default=None, description=CONFIDENCE_DESCRIPTION)
+    session: str | None = Field(
+        default=None,
+        max_length=200,
+        description="The conversation this is a turn of (any id you keep for it); recall lends context "
+        "only between turns of one session. Omit for standalone facts.",
+    )
 
 
 class MemoryAliasArguments(ArgumentsModel):

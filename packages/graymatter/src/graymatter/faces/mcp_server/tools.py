@@ -142,7 +142,11 @@ class GraymatterTools:
     def memory_add(self, args: MemoryAddArguments, provenance: Provenance) -> tuple[BaseModel, str]:
         agent_id = require_agent_id(args.agent_id)
         fact = self.memory.remember(
-            agent_id, args.text, confidence=args.confidence or "inferred", provenance=provenance
+            agent_id,
+            args.text,
+            confidence=args.confidence or "inferred",
+            provenance=provenance,
+            session=args.session,
         )
         payload = MemoryAddResult(agent_id=agent_id, stored=True, fact_id=fact.id, confidence=fact.confidence)
         return payload, (

@@ -13,22 +13,26 @@ from graymatter.store.base import Confidences
 from graymatter.store.listings import SharedListings
 from graymatter.store.postgres.connection import PostgresConnections
 from graymatter.store.postgres.rows import DIALECT, one, utc
+from graymatter.store.postgres.schema import SESSION_SQL
 from graymatter.store.records import SharedRecords
 
 _NEIGHBOURS_SQL = (
     "SELECT a.id, n.id, n.created_at FROM gm_facts a"
     " CROSS JOIN LATERAL ("
     "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
+    f"    AND {SESSION_SQL.format(t='b.')} = {SESSION_SQL.format(t='a.')}"
     "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
     "    AND (b.created_at, b.id) < (a.created_at, a.id)"
     "    ORDER BY b.created_at DESC, b.id DESC LIMIT %s)"
     "  UNION ALL"
     "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
+    f"    AND {SESSION_SQL.format(t='b.')} = {SESSION_SQL.format(t='a.')}"
     "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
     "    AND (b.created_at, b.id) > (a.created_at, a.id)"
     "    ORDER BY b.created_at, b.id LIMIT %s)"
     " ) AS n"
     " WHERE a.id = ANY(%s) AND a.superseded_by IS NULL AND a.kind = 'fact'"
+    f" AND {SESSION_SQL.format(t='a.')} IS NOT NULL"
 )
 _STATS_SQL = (
     "SELECT"
@@ -51,7 +55,9 @@ def _neighbours(c: psycopg.Connection[Any], ids: list[str], window: int) -> dict
     live = {
         r[0]
         for r in c.execute(
-            "SELECT id FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL AND kind = 'fact'", (ids,)
+            "SELECT id FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL AND kind = 'fact'"
+            f" AND {SESSION_SQL.format(t='')} IS NOT NULL",
+            (ids,),
         ).fetchall()
     }
     return {fid: [o for _, o in sorted(out.get(fid, []))] for fid in ids if fid in live}
@@ -88,7 +94,8 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
             last = (rows[-1].created_at, rows[-1].id)
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
-        """For each live fact: ids of the live facts its agent wrote right before/after it, oldest first."""
+        """For each live fact written in a session: ids of the live facts its agent wrote right before/after
+        it in the same session, oldest first (a fact without a session is left out)."""
         ids = list(dict.fromkeys(fact_ids))
         if not ids or window <= 0:
             return {}

@@ -9,7 +9,11 @@ import psycopg
 from graymatter.errors import SchemaTooNew, StorageError, StoreUnavailable
 from graymatter.store.postgres.connection import PostgresConnections
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+SESSION_SQL = 'substring({t}provenance from \'"session":"((?:[^"\\\\]|\\\\.)*)"\')'
+"""A fact's session id as spelled in its stored JSON (``{t}``: a table alias and a dot, or nothing), written
+as the ``gm_facts_session`` index writes it. A pattern, not a ``jsonb`` cast: it never fails on a malformed
+row (decoding reports those), and inside a JSON string every quote is escaped, so only the key matches."""
 STAT_SHARDS = 16
 _MIGRATION_LOCK = 0x67726179  # "gray": advisory lock serialising schema creation across servers
 
@@ -109,6 +113,12 @@ _MIGRATIONS: dict[int, list[str]] = {
             revoked_at timestamptz,
             token_hash text NOT NULL
         )""",
+    ],
+    # 2: conversation turns (facts whose provenance names a session) in session order, for context lending.
+    2: [
+        f"""CREATE INDEX gm_facts_session ON gm_facts
+           (agent_id, {SESSION_SQL.format(t="")}, created_at, id)
+           WHERE superseded_by IS NULL AND kind = 'fact' AND {SESSION_SQL.format(t="")} IS NOT NULL"""
     ],
 }
 

@@ -17,11 +17,13 @@ from graymatter.store.sqlite.rows import (
     from_micros,
     placeholders,
 )
+from graymatter.store.sqlite.schema import SESSION_SQL
 
 _LIVE = "superseded_by IS NULL AND kind = 'fact'"
 _SIDE_SQL = (
-    "SELECT * FROM (SELECT ? AS src, id, created_at FROM facts INDEXED BY facts_live_recent "
-    f"WHERE agent_id = ? AND {_LIVE} AND (created_at, id) {{op}} (?, ?) ORDER BY {{order}} LIMIT ?)"
+    "SELECT * FROM (SELECT ? AS src, id, created_at FROM facts INDEXED BY facts_session "
+    f"WHERE agent_id = ? AND {SESSION_SQL} = ? AND {_LIVE} AND {SESSION_SQL} IS NOT NULL "
+    "AND (created_at, id) {op} (?, ?) ORDER BY {order} LIMIT ?)"
 )
 _BEFORE_SQL = _SIDE_SQL.format(op="<", order="created_at DESC, id DESC")
 _AFTER_SQL = _SIDE_SQL.format(op=">", order="created_at, id")
@@ -40,7 +42,7 @@ _STATS_SQL = (
 
 
 def _neighbour_rows(
-    c: sqlite3.Connection, anchors: dict[str, tuple[str, int]], known: Sequence[str], window: int
+    c: sqlite3.Connection, anchors: dict[str, tuple[str, str, int]], known: Sequence[str], window: int
 ) -> list[tuple[str, str, int]]:
     """``(anchor, neighbour, created_at)`` rows: two sub-selects per anchor, one statement per chunk."""
     out: list[tuple[str, str, int]] = []
@@ -48,10 +50,10 @@ def _neighbour_rows(
         parts: list[str] = []
         params: list[Any] = []
         for fact_id in chunk:
-            agent, created = anchors[fact_id]
+            agent, session, created = anchors[fact_id]
             for sql in (_BEFORE_SQL, _AFTER_SQL):
                 parts.append(sql)
-                params.extend((fact_id, agent, created, fact_id, window))
+                params.extend((fact_id, agent, session, created, fact_id, window))
         out.extend(c.execute(" UNION ALL ".join(parts), params).fetchall())
     return out
 
@@ -79,20 +81,24 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
         return self._listing(where, (agent_id, text, kind))
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
-        """For each given live fact, the live facts of its agent written right before and after it."""
+        """For each given live fact written in a session, the live facts of its agent and session written
+        right before and after it (a fact without a session has no neighbours and is left out)."""
         ids = list(dict.fromkeys(fact_ids))
         if not ids or window <= 0:
             return {}
-        anchors: dict[str, tuple[str, int]] = {}
-        select = f"SELECT id, agent_id, created_at FROM facts WHERE {_LIVE} AND id IN ({{ids}})"
+        anchors: dict[str, tuple[str, str, int]] = {}
+        select = (
+            f"SELECT id, agent_id, {SESSION_SQL}, created_at FROM facts "
+            f"WHERE {_LIVE} AND {SESSION_SQL} IS NOT NULL AND id IN ({{ids}})"
+        )
 
         def work(c: sqlite3.Connection) -> dict[str, list[str]]:
             anchors.clear()
             for chunk in chunks(ids):
-                for fact_id, agent, created in c.execute(
+                for fact_id, agent, session, created in c.execute(
                     select.format(ids=placeholders(len(chunk))), list(chunk)
                 ).fetchall():
-                    anchors[fact_id] = (agent, created)
+                    anchors[fact_id] = (agent, session, created)
             found: dict[str, list[tuple[int, str]]] = {fid: [] for fid in ids if fid in anchors}
             for src, other, created in _neighbour_rows(c, anchors, list(found), window):
                 found[src].append((created, other))

@@ -9,7 +9,7 @@ from typing import Any, TypeVar, get_args
 
 from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
-from graymatter.models import Fact, Interface, Provenance
+from graymatter.models import SESSION_MAX_CHARS, Fact, Interface, Provenance
 from graymatter.store.rows import Dialect
 
 T = TypeVar("T")
@@ -57,9 +57,10 @@ def _provenance(raw: str) -> Provenance:
         data = json.loads(raw)
         if (
             not isinstance(data, dict)
-            or not set(data) <= {"interface", "client", "token_id"}
+            or not set(data) <= {"interface", "client", "token_id", "session"}
             or data.get("interface", "library") not in _INTERFACES
-            or not all(isinstance(data.get(k), str | None) for k in ("client", "token_id"))
+            or not all(isinstance(data.get(k), str | None) for k in ("client", "token_id", "session"))
+            or not (data.get("session") is None or 0 < len(data["session"]) <= SESSION_MAX_CHARS)
         ):
             raise ValueError("malformed provenance")
         cached = Provenance.model_construct(**data)

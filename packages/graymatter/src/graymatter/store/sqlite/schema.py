@@ -10,7 +10,10 @@ from graymatter.store.fts import FTS_TOKENIZER
 from graymatter.store.sqlite.connection import SQLiteConnections, configure, retry_busy, translate
 
 DB_FILENAME = "graymatter.db"
-SCHEMA_VERSION = 1
+SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
+"""A fact's session id, spelled exactly as the ``facts_session`` index spells it (NULL, never an error,
+for a provenance that is not JSON: such a row is reported as corrupt when it is decoded)."""
+SCHEMA_VERSION = 2
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -71,6 +74,11 @@ _MIGRATIONS: dict[int, list[str]] = {
             provenance TEXT NOT NULL DEFAULT '{}',
             UNIQUE (agent_id, source, target, relation)
         )""",
+    ],
+    # 2: conversation turns (facts whose provenance names a session) in session order, for context lending.
+    2: [
+        f"""CREATE INDEX facts_session ON facts(agent_id, {SESSION_SQL}, created_at, id)
+           WHERE superseded_by IS NULL AND kind = 'fact' AND {SESSION_SQL} IS NOT NULL"""
     ],
 }
 
