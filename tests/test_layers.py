@@ -30,6 +30,8 @@ FACE_EDGES = {
     ("http", "mcp_server"): False,  # the service mounts the MCP app at /mcp
     ("cli", "mcp_server"): True,  # `graymatter mcp serve`
     ("cli", "http"): True,  # `graymatter serve`, `mcp serve --http`
+    ("http", "dashboard"): False,  # the service mounts the dashboard at / and /ui/
+    ("cli", "dashboard"): True,  # `graymatter ui` issues the dashboard's one-time login link
 }
 
 # tinyagent: rank of each top-level module or package; imports may only go to a lower or equal rank.

@@ -10,7 +10,11 @@ from graymatter.errors import CliUsageError
 from graymatter.faces.cli import admin_cmds, checkpoint_cmds, memory_cmds
 from graymatter.faces.cli.grammar import lift_global_flags, suggest_choice
 
-EXTENSION_MODULES = ("graymatter.faces.cli.mcp_cmds", "graymatter.faces.cli.server_cmds")
+EXTENSION_MODULES = (
+    "graymatter.faces.cli.mcp_cmds",
+    "graymatter.faces.cli.server_cmds",
+    "graymatter.faces.cli.ui_cmds",
+)
 """Modules that add subcommands through ``register(subparsers)``; a missing one is skipped."""
 
 

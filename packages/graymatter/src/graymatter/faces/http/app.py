@@ -35,10 +35,11 @@ from graymatter.faces.http.observability import Metrics, access_log
 from graymatter.faces.http.openapi import openapi_document
 from graymatter.faces.http.ratelimit import RateLimiter
 from graymatter.faces.http.rest import MCP_PATH, RestApp, is_mcp_path, route_name
-from graymatter.faces.http.security import SecurityMiddleware, build_policy
+from graymatter.faces.http.security import HttpSecurityPolicy, SecurityMiddleware, build_policy
 
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
+    from graymatter.faces.dashboard.sessions import SessionStore
     from graymatter.faces.http.asgi import ASGIApp, Message, Receive, Response, Scope, Send
     from graymatter.faces.mcp_server.server import McpHttpApp
 
@@ -63,6 +64,10 @@ class ServiceConfig:
     rest: bool = True
     """The REST routes, ``/healthz``, ``/openapi.json`` and ``/metrics``; False serves MCP alone."""
     metrics: Metrics = field(default_factory=Metrics)
+    dashboard: bool = True
+    """The web dashboard at ``/`` and ``/ui/`` (with REST only; its own session login, decision 0014)."""
+    dashboard_sessions: SessionStore | None = None
+    """Where dashboard sessions live; ``graymatter ui`` passes one to issue its one-time login link."""
 
 
 class _Guarded:
@@ -102,6 +107,7 @@ class _Service:
     config: ServiceConfig
     mcp: McpHttpApp | None
     close_memory: bool
+    dashboard: ASGIApp | None = None
     openapi_body: bytes = field(init=False)
 
     def __post_init__(self) -> None:
@@ -135,7 +141,9 @@ class _Service:
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
-        if not self.config.rest or path not in ("/healthz", "/openapi.json"):
+        if self.dashboard is not None and _is_dashboard_path(path):
+            await self.dashboard(scope, receive, send)
+        elif not self.config.rest or path not in ("/healthz", "/openapi.json"):
             await self.secured(scope, receive, send)
         elif method != "GET":
             allow = {"allow": "GET"}
@@ -201,7 +209,43 @@ def build_app(
         max_body_bytes=config.max_body_bytes,
     )
     secured = SecurityMiddleware(_Guarded(rest, mcp, config), policy)
-    return _Service(memory, secured, config, mcp, close_memory)
+    dashboard = _dashboard(scoped, tokens, policy, config) if config.rest and config.dashboard else None
+    return _Service(memory, secured, config, mcp, close_memory, dashboard)
+
+
+def _is_dashboard_path(path: str) -> bool:
+    from graymatter.faces.dashboard.app import is_dashboard_path
+
+    return is_dashboard_path(path)
+
+
+def _dashboard(
+    scoped: ScopedMemory, tokens: PrincipalSource | None, policy: HttpSecurityPolicy, config: ServiceConfig
+) -> ASGIApp:
+    """The dashboard app, authenticating exactly as the security layer does (decision record 0014)."""
+    import inspect
+
+    from graymatter.engine.access import TokenService
+    from graymatter.faces.dashboard.app import DashboardApp
+    from graymatter.faces.dashboard.context import DashboardSettings
+    from graymatter.faces.dashboard.sessions import SessionStore
+
+    gate = policy.authenticate
+
+    async def authenticate(presented: str) -> object:
+        assert gate is not None
+        outcome = gate(presented)
+        return await outcome if inspect.isawaitable(outcome) else outcome
+
+    settings = DashboardSettings(
+        authenticate=None if gate is None else authenticate,
+        allowed_hosts=policy.allowed_hosts,
+        allowed_origins=policy.allowed_origins,
+        tokens=tokens if isinstance(tokens, TokenService) else None,
+        metrics_text=config.metrics.render,
+        sessions=config.dashboard_sessions or SessionStore(),
+    )
+    return DashboardApp(scoped, settings)
 
 
 __all__ = ["ServiceConfig", "build_app"]

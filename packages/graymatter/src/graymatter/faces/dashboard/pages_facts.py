@@ -1,0 +1,196 @@
+"""Dashboard pages about facts: the agents overview, an agent's facts (filtered, paged) and search."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from graymatter.errors import InvalidInput
+from graymatter.faces.dashboard.context import Ctx, Page, agent_nav
+from graymatter.faces.dashboard.html import Markup, hidden, join, link, render, table, url
+from graymatter.faces.dashboard.svg import rank_bar, sparkline
+from graymatter.models import Fact
+
+PAGE_SIZE = 50
+SCAN_CAP = 20_000
+"""A filtered listing reads at most this many of the newest facts (the page says so when it stops)."""
+SPARK_DAYS = 30
+SPARK_SCAN = 2_000
+FILTERS = {
+    "state": ("live", "superseded", "all"),
+    "pinned": ("any", "yes", "no"),
+    "confidence": ("any", "verified", "inferred", "unverified"),
+    "interface": ("any", "cli", "mcp", "rest", "library", "import", "consolidation"),
+}
+
+
+def when(moment: datetime | None) -> str:
+    """A timestamp as the dashboard shows it (UTC, to the second)."""
+    return "—" if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def state_label(fact: Fact) -> Markup:
+    """Live / superseded and pinned, in words (never colour alone)."""
+    words = ["live" if fact.live else "superseded"] + (["pinned"] if fact.pinned else [])
+    return join((render('<span class="tag tag-$w">$w</span>', w=w) for w in words), " ")
+
+
+def overview(ctx: Ctx) -> Page:
+    """Every readable agent: counts, last activity and a 30-day growth sparkline."""
+    rows = []
+    for agent_id in ctx.memory.agents():
+        stats = ctx.memory.stats(agent_id)
+        recent = ctx.memory.latest_facts(agent_id, SPARK_SCAN)
+        counts = _daily_counts(recent)
+        rows.append(
+            [
+                link(url("facts", agent=agent_id), agent_id),
+                stats.fact_count,
+                stats.superseded_count,
+                stats.pinned_count,
+                link(url("checkpoints", agent=agent_id), stats.checkpoint_count),
+                when(stats.newest_at),
+                sparkline(counts, f"{sum(counts)} facts in the last {SPARK_DAYS} days"),
+            ]
+        )
+    headers = ["Agent", "Facts", "Superseded", "Pinned", "Checkpoints", "Last activity", "Last 30 days"]
+    body = table(headers, rows) if rows else Markup("<p>No agents yet: nothing has been remembered.</p>")
+    return Page("Agents", body)
+
+
+def _daily_counts(facts: list[Fact]) -> list[int]:
+    today = datetime.now(UTC).date()
+    counts = [0] * SPARK_DAYS
+    for fact in facts:
+        age = (today - fact.created_at.astimezone(UTC).date()).days
+        if 0 <= age < SPARK_DAYS:
+            counts[SPARK_DAYS - 1 - age] += 1
+    return counts
+
+
+def _filters(ctx: Ctx) -> dict[str, str]:
+    chosen = {}
+    for name, choices in FILTERS.items():
+        value = ctx.query.get(name, choices[0])
+        if value not in choices:
+            raise InvalidInput(f"{name} must be one of {', '.join(choices)}")
+        chosen[name] = value
+    return chosen
+
+
+def _keep(fact: Fact, f: dict[str, str]) -> bool:
+    if (f["state"] == "live" and not fact.live) or (f["state"] == "superseded" and fact.live):
+        return False
+    if f["pinned"] != "any" and fact.pinned != (f["pinned"] == "yes"):
+        return False
+    if f["confidence"] != "any" and fact.confidence != f["confidence"]:
+        return False
+    return f["interface"] == "any" or fact.provenance.interface == f["interface"]
+
+
+def _cursor(ctx: Ctx) -> tuple[datetime, str] | None:
+    raw = ctx.query.get("before")
+    if not raw:
+        return None
+    stamp, sep, fact_id = raw.partition("~")
+    try:
+        moment = datetime.fromisoformat(stamp)
+    except ValueError:
+        moment = None
+    if not sep or moment is None or not fact_id:
+        raise InvalidInput("before must be a cursor from a 'Next page' link")
+    return moment, fact_id
+
+
+def facts_page(ctx: Ctx, f: dict[str, str]) -> tuple[list[Fact], bool, bool]:
+    """One page of facts after the cursor, newest first: ``(facts, more, capped)``."""
+    cursor = _cursor(ctx)
+    scan = PAGE_SIZE * 4
+    while True:
+        newest = ctx.memory.latest_facts(ctx.agent, scan, include_superseded=f["state"] != "live")
+        after = [x for x in newest if cursor is None or (x.created_at, x.id) < cursor]
+        kept = [x for x in after if _keep(x, f)]
+        exhausted = len(newest) < scan
+        if len(kept) > PAGE_SIZE or exhausted or scan >= SCAN_CAP:
+            return kept[:PAGE_SIZE], len(kept) > PAGE_SIZE, not exhausted and len(kept) <= PAGE_SIZE
+        scan = min(scan * 4, SCAN_CAP)
+
+
+def facts(ctx: Ctx) -> Page:
+    """An agent's facts with filters and keyset paging (newest first)."""
+    f = _filters(ctx)
+    found, more, capped = facts_page(ctx, f)
+    rows = [
+        [
+            link(url("fact", agent=ctx.agent, id=x.id), x.text if len(x.text) <= 200 else x.text[:199] + "…"),
+            when(x.created_at),
+            x.confidence,
+            state_label(x),
+            x.provenance.interface,
+        ]
+        for x in found
+    ]
+    parts = [agent_nav(ctx.agent, "facts"), _filter_form(ctx, f)]
+    parts.append(
+        table(["Text", "Created", "Confidence", "State", "Interface"], rows)
+        if rows
+        else Markup("<p>No facts match these filters.</p>")
+    )
+    if more:
+        last = found[-1]
+        nxt = url("facts", agent=ctx.agent, **f, before=f"{last.created_at.isoformat()}~{last.id}")
+        parts.append(render('<p class="pager"><a rel="next" href="$h">Next page</a></p>', h=nxt))
+    if capped:
+        parts.append(
+            Markup(f"<p>Filters look at the newest {SCAN_CAP:,} facts; narrow them to see older.</p>")
+        )
+    return Page(f"Facts of {ctx.agent}", join(parts), agent=ctx.agent)
+
+
+def _filter_form(ctx: Ctx, f: dict[str, str]) -> Markup:
+    selects = []
+    for name, choices in FILTERS.items():
+        options = join(
+            render('<option value="$v"$s>$v</option>', v=c, s=Markup(" selected") if c == f[name] else "")
+            for c in choices
+        )
+        selects.append(render('<label>$n <select name="$n">$o</select></label>', n=name, o=options))
+    return render(
+        '<form class="filters" method="get" action="$a">$agent$s '
+        '<button type="submit">Filter</button></form>',
+        a=url("facts"),
+        agent=hidden("agent", ctx.agent),
+        s=join(selects, " "),
+    )
+
+
+def search(ctx: Ctx) -> Page:
+    """Recall with its receipts: each hit's per-signal ranks, fused score and final score."""
+    q = ctx.query.get("q", "")
+    form = render(
+        '<form class="search" method="get" action="$a" role="search">$agent'
+        '<label for="q">Query</label> <input id="q" name="q" value="$q" maxlength="2000" required> '
+        '<button type="submit">Search</button></form>',
+        a=url("search"),
+        agent=hidden("agent", ctx.agent),
+        q=q,
+    )
+    parts = [agent_nav(ctx.agent, "search"), form]
+    if q.strip():
+        hits = ctx.memory.recall_explain(ctx.agent, q, 10)
+        of = max(
+            [len(hits), *[max(h.ranks.keyword_rank, h.ranks.vector_rank, h.ranks.recency_rank) for h in hits]]
+        )
+        rows = [
+            [
+                link(url("fact", agent=ctx.agent, id=h.id), h.text),
+                rank_bar(h.ranks.keyword_rank, of, "keyword"),
+                rank_bar(h.ranks.vector_rank, of, "vector"),
+                rank_bar(h.ranks.recency_rank, of, "recency"),
+                f"{h.ranks.fused_score:.4f}",
+                f"{h.ranking.final_score:.4f}",
+            ]
+            for h in hits
+        ]
+        headers = ["Fact", "Keyword", "Vector", "Recency", "Fused (RRF)", "Final"]
+        parts.append(table(headers, rows, f"{len(hits)} results") if rows else Markup("<p>No results.</p>"))
+    return Page(f"Search {ctx.agent}", join(parts), agent=ctx.agent)
