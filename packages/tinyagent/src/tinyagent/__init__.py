@@ -1,5 +1,5 @@
 """tinyagent: a small, scriptable, noninteractive coding agent with resumable trajectories."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["__version__"]

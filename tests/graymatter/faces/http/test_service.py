@@ -15,6 +15,7 @@ import anyio
 import httpx
 import pytest
 
+import graymatter
 from graymatter import Memory
 from graymatter.engine.access import TokenService
 from graymatter.faces.http.app import ServiceConfig, build_app
@@ -117,7 +118,7 @@ def test_healthz_is_503_when_the_database_is_gone(pg_cluster: Any, tmp_path: Pat
         assert call(app, "GET", "/healthz").json() == {
             "status": "ok",
             "store": "postgresql",
-            "version": "0.1.0",
+            "version": graymatter.__version__,
         }
         pg_cluster.drop_database(dsn)
         down = call(app, "GET", "/healthz")
