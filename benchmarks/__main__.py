@@ -39,6 +39,7 @@ REGISTRY: tuple[str, ...] = (
     "resume_validate",  # ta-resume
     "postgres_scale",  # gm-postgres
     "startup",  # cold start of the short commands of both wings
+    "client_race",  # real clients vs a busy machine: are the tools in the first request?
 )
 
 EXIT_OK = 0
