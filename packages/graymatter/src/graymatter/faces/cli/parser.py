@@ -13,6 +13,7 @@ from graymatter.faces.cli.grammar import lift_global_flags, suggest_choice
 EXTENSION_MODULES = (
     "graymatter.faces.cli.mcp_cmds",
     "graymatter.faces.cli.server_cmds",
+    "graymatter.faces.cli.hooks_cmds",
     "graymatter.faces.cli.ui_cmds",
 )
 """Modules that add subcommands through ``register(subparsers)``; a missing one is skipped."""
