@@ -76,6 +76,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
     if args.http is None and (args.token is not None or args.no_auth):
         raise InvalidInput("--token and --no-auth only apply to --http")
+    if args.http is None and not _IN_WARM_CHILD and _invoked_from_command_line():
+        from graymatter.faces.mcp_server.warm_relay import serve_warm
+
+        code = serve_warm(sys.argv[1:])
+        if code is not None:
+            return code
     from graymatter.faces.cli.options import open_memory
 
     memory = open_memory(args)
@@ -85,6 +91,41 @@ def run_serve(args: argparse.Namespace) -> int:
         return _serve_http(args, memory)
     finally:
         memory.close()
+
+
+_IN_WARM_CHILD = False
+"""True in a process forked by the warm server: it serves in-process (never relays again)."""
+
+
+def _invoked_from_command_line() -> bool:
+    """Whether this process is the ``graymatter`` command itself (so ``sys.argv`` holds its arguments)."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    return program in {"graymatter", "__main__.py"}
+
+
+def _serve_in_child(argv: list[str]) -> int:
+    """How a child of the warm server runs: the ordinary command line, in-process."""
+    global _IN_WARM_CHILD
+    _IN_WARM_CHILD = True
+    from graymatter.faces.cli.main import main
+
+    return main(argv)
+
+
+def _preload() -> None:
+    """What the warm server imports before it listens: everything a stdio session needs."""
+    import mcp.server.stdio  # noqa: F401
+
+    import graymatter.engine.memory
+    import graymatter.faces.cli.options
+    import graymatter.faces.mcp_server.server  # noqa: F401
+
+
+def run_warm_server() -> None:
+    """Entry point of the warm server process (started by the relay in ``run_serve``)."""
+    from graymatter.faces.mcp_server.warm_server import run
+
+    sys.exit(run(_serve_in_child, _preload))
 
 
 def _serve_stdio(memory: Memory) -> int:
