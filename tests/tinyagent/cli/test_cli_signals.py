@@ -101,7 +101,7 @@ def test_signal_during_a_model_request_stops_cleanly(tmp_path: Path, work: Path,
     assert [m.role for m in trajectory.messages] == ["system", "user", "assistant", "tool"]
 
 
-def test_sigkill_during_a_tool_batch_leaves_the_previous_checkpoint(tmp_path: Path, work: Path) -> None:
+def test_sigkill_during_a_tool_batch_leaves_the_reply_saved_as_pending(tmp_path: Path, work: Path) -> None:
     script = write_script(
         tmp_path / "s.json",
         [
@@ -125,6 +125,8 @@ def test_sigkill_during_a_tool_batch_leaves_the_previous_checkpoint(tmp_path: Pa
             os.killpg(sleeper, signal.SIGKILL)  # a hard kill leaves the command's own group behind
     trajectory = load_trajectory(out)
     assert trajectory.exit_status.value == "Running"
-    assert trajectory.totals.steps == 1
-    assert [m.role for m in trajectory.messages] == ["system", "user", "assistant", "tool"]
-    assert trajectory.messages[-1].tool_call_id == "first"
+    assert trajectory.totals.steps == 2
+    assert [m.role for m in trajectory.messages] == ["system", "user", "assistant", "tool", "assistant"]
+    assert trajectory.messages[3].tool_call_id == "first"
+    assert [c.id for c in trajectory.messages[-1].tool_calls] == ["slow"]  # saved before it ran
+    assert trajectory.resume is not None and trajectory.resume.tool_batch_pending

@@ -51,8 +51,9 @@ def test_submitted_run_records_every_result_in_order(tmp_path: Path) -> None:
     assert (totals.cache_read_tokens, totals.cache_write_tokens) == (5, 7)
     assert totals.cost_usd == pytest.approx(0.75)
     assert totals.cost_known
-    # initial save + one checkpoint after the first batch + the final save
-    assert agent.saves == 3
+    # initial save + the reply before its batch runs + one checkpoint after it + the final save
+    # (a batch of only `submit` is not saved as pending)
+    assert agent.saves == 4
     on_disk = saved(tmp_path)
     assert on_disk == traj
     assert on_disk.timing.ended_at is not None

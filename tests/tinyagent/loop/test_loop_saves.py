@@ -76,9 +76,13 @@ def test_running_checkpoints_end_at_a_query_boundary(tmp_path: Path) -> None:
     )
     agent.run(traj)
     running = [s for s in snapshots if s["exit_status"] == "Running"]
-    assert len(running) == 3  # initial, after the tool batch, after the nudge
+    # initial, the reply before its tool batch (pending), after the batch, after the nudge
+    assert [s["resume"]["tool_batch_pending"] for s in running] == [False, True, False, False]
     for snap in running:
         last = snap["messages"][-1]
+        if snap["resume"]["tool_batch_pending"]:
+            assert last["role"] == "assistant" and len(last["tool_calls"]) == 2
+            continue
         assert last["role"] in ("user", "tool")
         restored = Trajectory.model_validate(snap)
         assert_paired(restored)
@@ -150,7 +154,8 @@ def test_a_checkpoint_is_complete_before_any_later_tool_or_save(tmp_path: Path, 
         elif event == "request" and resume_mode:
             assert open_saves == 0  # resume mode: saves are synchronous
     assert open_saves == 0
-    assert [e.split()[0] for e in events].count("save-start") == 4  # initial, 2 turns, final
+    # initial, 2 turns (each saved before its tools run and after them), final
+    assert [e.split()[0] for e in events].count("save-start") == 6
 
 
 def test_sigint_in_process_abandons_the_request_and_saves(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ in-package scripted provider where a deterministic cost or a long sleep is neede
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import signal
 import subprocess
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from support.resume_checkpoints import SECRET, bash_call, executed_markers, submit_call
 from support.resume_workspace import MODEL, TASK, Workspace, load, rewrite, scripted, scripted_requests, usage
-from tinyagent.prompts import CONTINUATION_NOTICE
+from tinyagent.prompts import CONTINUATION_NOTICE, PENDING_CALL_RESULT
 
 # ------------------------------------------------------------------------------------------------
 # Acceptance: continuation
@@ -204,20 +203,17 @@ def test_provider_error_checkpoint_is_resumable(ws: Workspace) -> None:
     assert executed_markers(ws.project) == ["p1"]
 
 
-def test_hard_kill_during_a_tool_batch_resumes_from_the_previous_boundary(ws: Workspace) -> None:
-    """The crash boundary: SIGKILL mid-batch leaves the last complete turn on disk; the killed
-    batch's call is not in the checkpoint (its effects are unrecorded) and is never replayed."""
+def _kill_during_a_batch(ws: Workspace, second_batch: list[dict]) -> Path:
+    """A fresh run SIGKILLed while its second tool batch blocks on a fifo; returns the saved file.
+
+    The blocked command appends "started" to calls.log first, then waits on the fifo: the test kills
+    the agent once the marker is there, then releases the orphaned command by opening the fifo.
+    """
+    fifo = ws.root / "gate.fifo"
+    os.mkfifo(fifo)
     ws.stub.add(
         {"tool_calls": [bash_call("fresh-1", "call_a")], "usage": usage()},
-        {
-            "tool_calls": [
-                {
-                    "id": "call_b",
-                    "name": "bash",
-                    "arguments": {"command": "echo started >> calls.log; sleep 10"},
-                }
-            ]
-        },
+        {"tool_calls": second_batch, "usage": usage()},
     )
     cmd = [
         sys.executable, "-m", "tinyagent", "-t", TASK, "--provider", "openai", "-m", MODEL,
@@ -225,7 +221,7 @@ def test_hard_kill_during_a_tool_batch_resumes_from_the_previous_boundary(ws: Wo
     ]  # fmt: skip
     proc = subprocess.Popen(cmd, cwd=ws.root, env=ws.env, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        for _ in range(3000):  # bounded wait until the second batch is running
+        for _ in range(3000):  # bounded wait until the second batch is running (blocked on the fifo)
             if "started" in executed_markers(ws.project) or proc.poll() is not None:
                 break
             time.sleep(0.01)
@@ -233,21 +229,64 @@ def test_hard_kill_during_a_tool_batch_resumes_from_the_previous_boundary(ws: Wo
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    source = ws.root / "run.json"
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the orphaned `cat` reads EOF and exits
+    return ws.root / "run.json"
+
+
+BLOCKING = {
+    "id": "call_b",
+    "name": "bash",
+    "arguments": {"command": "echo started >> calls.log; cat ../gate.fifo"},
+}
+AFTER = {"id": "call_c", "name": "bash", "arguments": {"command": "echo after >> calls.log"}}
+
+
+def test_hard_kill_during_a_tool_batch_leaves_the_reply_saved_as_pending(ws: Workspace) -> None:
+    """The crash window is closed: the reply was saved, marked pending, before its tools ran; a plain
+    --resume refuses it with its own category, sending nothing and running nothing."""
+    source = _kill_during_a_batch(ws, [BLOCKING, AFTER])
     saved = load(source)
-    assert saved["exit_status"] == "Running"  # the last checkpoint: after the first complete turn
-    assert [c["id"] for m in saved["messages"] for c in m["tool_calls"]] == ["call_a"]
+    assert saved["exit_status"] == "Running"
+    assert saved["resume"]["tool_batch_pending"] is True
+    assert [c["id"] for m in saved["messages"] for c in m["tool_calls"]] == ["call_a", "call_b", "call_c"]
+    assert saved["messages"][-1]["role"] == "assistant"
     assert not [p.name for p in ws.root.iterdir() if p.name.endswith(".tmp")]
 
     ws.stub.requests.clear()
-    ws.stub.add({"tool_calls": [submit_call()], "usage": usage()})
     result = ws.resume(source, "continued.json", "--step-limit", "9")
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith(
+        "tinyagent: cannot resume: pending tool calls: the run was killed after the model "
+    )
+    assert "--resume-pending=mark-interrupted" in line
+    assert ws.stub.requests == []
+    assert not (ws.root / "continued.json").exists()
+    assert executed_markers(ws.project) == ["fresh-1", "started"]
+
+
+def test_mark_interrupted_records_unknown_outcomes_and_never_reruns(ws: Workspace) -> None:
+    source = _kill_during_a_batch(ws, [BLOCKING, AFTER])
+    ws.stub.requests.clear()
+    ws.stub.add({"tool_calls": [submit_call()], "usage": usage()})
+    result = ws.resume(source, "continued.json", "--step-limit", "9", "--resume-pending=mark-interrupted")
     assert result.returncode == 0, result.stderr
-    body = ws.stub.requests[0].body
-    assert "call_b" not in json.dumps(body)
-    assert body["messages"][-1]["content"] == CONTINUATION_NOTICE
-    assert "previous status Running" in result.stderr
-    assert executed_markers(ws.project) == ["fresh-1", "started"]  # nothing replayed
+    [request] = ws.stub.requests
+    messages = request.body["messages"]
+    results = [(m["tool_call_id"], m["content"]) for m in messages if m["role"] == "tool"]
+    assert results[1:] == [("call_b", PENDING_CALL_RESULT), ("call_c", PENDING_CALL_RESULT)]
+    assert messages[-1]["content"] == CONTINUATION_NOTICE
+    assert executed_markers(ws.project) == ["fresh-1", "started"]  # neither call_b nor call_c re-run
+    continued = load(ws.root / "continued.json")
+    assert continued["resume"]["tool_batch_pending"] is False
+    assert continued["exit_status"] == "Submitted"
+    assert [m["is_error"] for m in continued["messages"] if m["role"] == "tool"] == [False, True, True, False]
+
+
+def test_resume_pending_without_resume_is_a_usage_error(ws: Workspace) -> None:
+    result = ws.run("-t", "x", "--resume-pending", "mark-interrupted")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "tinyagent: error: --resume-pending only applies with --resume FILE"
 
 
 def test_time_limited_run_resumes_with_the_same_time_limit(ws: Workspace) -> None:

@@ -45,7 +45,8 @@ def test_turn_save_failure_stops_further_work_and_keeps_the_last_valid_file(
     )
     assert result.returncode == 1
     assert len(ws.stub.requests) == 1  # no request after the failed save
-    assert executed_markers(ws.project) == ["fresh-1", "fresh-2", "fresh-3", "turn-1"]  # no further tool
+    # the failed save is the one before the reply's tools run: not even turn-1 runs
+    assert executed_markers(ws.project) == ["fresh-1", "fresh-2", "fresh-3"]
     assert checkpoint.read_bytes() == source_bytes
     last_valid = load(ws.root / "continued.json")  # the initial state written before the first request
     assert last_valid["exit_status"] == "Running"

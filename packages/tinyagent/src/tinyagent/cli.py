@@ -92,12 +92,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--tool-timeout", type=float, metavar="SECONDS", help="timeout per bash command (default 60)"
     )
     parser.add_argument(
-        "--thinking-budget",
-        type=int,
-        metavar="TOKENS",
-        help="Anthropic extended thinking: token budget per reply (>= 1024; other providers ignore it)",
-    )
-    parser.add_argument(
         "-o",
         "--output",
         metavar="FILE",
@@ -118,11 +112,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "-q", "--quiet", action="store_true", default=None, help="no progress lines (summary still shown)"
     )
+    _add_extension_arguments(parser)
+    _add_resume_arguments(parser)
+    parser.add_argument("--version", action="version", version=f"tinyagent {__version__}")
+    return parser
+
+
+def _add_extension_arguments(parser: argparse.ArgumentParser) -> None:
+    """Extended thinking, MCP servers and memory."""
+    parser.add_argument(
+        "--thinking-budget",
+        type=int,
+        metavar="TOKENS",
+        help="Anthropic extended thinking: token budget per reply (>= 1024; other providers ignore it)",
+    )
+
+
+def _add_resume_arguments(parser: argparse.ArgumentParser) -> None:
+    """--resume FILE and --resume-pending."""
     parser.add_argument(
         "--resume", metavar="FILE", help="continue an unfinished run from its trajectory (see README)"
     )
-    parser.add_argument("--version", action="version", version=f"tinyagent {__version__}")
-    return parser
+    parser.add_argument(
+        "--resume-pending",
+        choices=("refuse", "mark-interrupted"),
+        help="with --resume, a checkpoint saved while tool calls were pending: refuse (default), or "
+        "record them as interrupted, outcome unknown, not re-run, and continue",
+    )
 
 
 def exit_code_for(error: TinyAgentError) -> int:
@@ -138,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     withdraw_keys()  # before anything runs: no command the agent starts can read a provider key
     try:
+        if args.resume_pending is not None and args.resume is None:
+            raise UsageError("--resume-pending only applies with --resume FILE")
         if args.resume is not None:
             from tinyagent.resume.run import run_resume
 

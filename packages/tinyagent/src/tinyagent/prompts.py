@@ -56,6 +56,13 @@ FORMAT_ERROR_NUDGE = (
     "the task is done."
 )
 
+PENDING_CALL_RESULT = (
+    "error: interrupted, outcome unknown, not re-run: the run was killed after this tool call was "
+    "requested and before its result was saved. It may have run partly, fully or not at all; inspect "
+    "the workspace before relying on its effects."
+)
+"""The result `--resume-pending=mark-interrupted` records for each call of a pending tool batch."""
+
 CONTINUATION_NOTICE = (
     "[tinyagent: this run was resumed from a saved checkpoint.] The conversation above is restored "
     "from the last saved turn; no earlier tool call will be run again. The workspace may have changed "

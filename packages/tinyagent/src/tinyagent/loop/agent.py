@@ -15,8 +15,10 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
 - A reply without any tool call is a format error: a fixed nudge (a user message) is appended and the
   loop continues; the third consecutive one ends the run with RepeatedFormatError.
 - Saves: the initial state before the first request, after every completed turn (tool batch or
-  nudge) with status Running, and at termination. Nothing is saved between a reply and its tool
-  batch, so every saved file ends at a model-query boundary (the resume contract). In fresh mode a
+  nudge) with status Running, and at termination; and, synchronously, after a reply with tool calls
+  and before its tools run, marked `resume.tool_batch_pending` (a kill during the batch leaves a file
+  that `--resume` refuses unless `--resume-pending=mark-interrupted`). Every other file ends at a
+  model-query boundary (the resume contract). In fresh mode a
   checkpoint (a snapshot taken at the boundary) is written by one long-lived worker thread while the
   next request is built, sent and answered; it is always finished before the next tool batch, before
   the next save and before the run returns. In resume mode (`stop_on_save_failure`) every save is
@@ -186,7 +188,10 @@ class Agent:
                 continue
             format_errors = 0
             self._saver.finish_pending()  # the previous checkpoint is durable before any tool runs
+            if not self._save_pending_turn(traj, reply.tool_calls):
+                return ExitStatus.SAVE_ERROR, "the save before a tool batch failed"
             ending = self._run_batch(traj, step, reply.tool_calls)
+            self._mark_pending(traj, False)
             if ending is not None:
                 return ending
             if not self._checkpoint(traj):
@@ -335,6 +340,23 @@ class Agent:
         traj.timing.elapsed_seconds = round(self._elapsed(), 3)
         if final:
             traj.timing.ended_at = utc_now()
+
+    def _save_pending_turn(self, traj: Trajectory, calls: list[ToolCall]) -> bool:
+        """Save the reply, marked pending, before its tools run (a batch of only `submit` needs none).
+
+        A hard kill while the tools run then leaves a file that says which calls may have had effects;
+        `--resume` refuses it unless told to record them as interrupted. False: stop (resume mode only).
+        """
+        if all(call.name == "submit" for call in calls):
+            return True
+        self._mark_pending(traj, True)
+        self._stamp(traj)
+        return self._saver.save_now(traj) or not self._saver.stop_on_failure
+
+    @staticmethod
+    def _mark_pending(traj: Trajectory, pending: bool) -> None:
+        if traj.resume is not None and traj.resume.tool_batch_pending is not pending:
+            traj.resume = traj.resume.model_copy(update={"tool_batch_pending": pending})
 
     def _checkpoint(self, traj: Trajectory) -> bool:
         """Stamp and save a Running checkpoint; False means the run must stop (resume mode only)."""

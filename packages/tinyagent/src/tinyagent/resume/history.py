@@ -19,7 +19,9 @@ class _ToolBatch:
     answered: set[str] = field(default_factory=set)
 
 
-def check_history(messages: Sequence[Message], *, system_prompt: str, task: str) -> None:
+def check_history(
+    messages: Sequence[Message], *, system_prompt: str, task: str, pending_tail: bool = False
+) -> list[tuple[str, str]]:
     """Refuse a history that is not a well-formed conversation ending at a model-query boundary.
 
     Rules: the first message is the system prompt, the second the task as a user message; system
@@ -27,12 +29,15 @@ def check_history(messages: Sequence[Message], *, system_prompt: str, task: str)
     that turn, and are answered by exactly one tool result each, in call order, immediately after the
     turn (ids may repeat across different turns); a tool result outside such a batch is orphaned; a
     user message only appears at a turn boundary; the history ends at a boundary, never inside a
-    tool batch.
+    tool batch. With `pending_tail` (the file was saved after a reply, before its tools ran) the last
+    turn may lack results: its unanswered (id, name) calls are returned instead of refused.
     """
     _check_opening(messages, system_prompt, task)
     batch = _ToolBatch()
     for index, message in enumerate(messages[2:], start=2):
         _check_message(message, index, batch)
+    if batch.pending and pending_tail:
+        return list(batch.pending)
     if batch.pending:
         refuse(
             "tool results",
@@ -40,6 +45,19 @@ def check_history(messages: Sequence[Message], *, system_prompt: str, task: str)
             "without a result; the run stopped inside a tool batch and its effects are unrecorded, "
             "start a fresh task after inspecting the workspace",
         )
+    return []
+
+
+def unanswered_tail(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """The (id, name) of the last assistant turn's calls that have no result after it (call order)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role == "assistant":
+            answered = {m.tool_call_id for m in messages[index + 1 :] if m.role == "tool"}
+            return [(call.id, call.name) for call in message.tool_calls if call.id not in answered]
+        if message.role != "tool":
+            return []
+    return []
 
 
 def _check_opening(messages: Sequence[Message], system_prompt: str, task: str) -> None:

@@ -42,7 +42,7 @@ def prepare_resume(args: Any, environ: Mapping[str, str] | None = None) -> Resum
     output = _check_arguments(args)
     source = Path(os.fspath(args.resume)).expanduser()
     raw = read_checkpoint(source)
-    checkpoint = validate_checkpoint(raw)
+    checkpoint = validate_checkpoint(raw, pending=getattr(args, "resume_pending", None) or "refuse")
     metadata = _metadata(checkpoint)
     cwd = _check_cwd(getattr(args, "cwd", None), metadata.cwd)
     _check_model_and_provider(args, checkpoint)

@@ -33,6 +33,10 @@ def start_trajectory(plan: ResumePlan, *, now: str) -> Trajectory:
     checkpoint = plan.checkpoint
     provenance = ResumeProvenance.continuing(checkpoint, plan.source_path, plan.source_sha256, now)
     messages = list(checkpoint.messages)  # restored messages are never mutated, only appended to
+    metadata = checkpoint.resume
+    if metadata is not None and metadata.tool_batch_pending:  # allowed by --resume-pending=mark-interrupted
+        messages.extend(_interrupted_results(messages))
+        metadata = metadata.model_copy(update={"tool_batch_pending": False})
     last = messages[-1]
     if not (last.role == "user" and last.content == CONTINUATION_NOTICE):
         messages.append(Message(role="user", content=CONTINUATION_NOTICE))
@@ -48,8 +52,20 @@ def start_trajectory(plan: ResumePlan, *, now: str) -> Trajectory:
             "timing": Timing(started_at=now),
             "warnings": list(checkpoint.warnings),
             "resumed_from": [*checkpoint.resumed_from, provenance],
+            "resume": metadata,
         }
     )
+
+
+def _interrupted_results(messages: list[Message]) -> list[Message]:
+    """One "interrupted, outcome unknown, not re-run" result per unanswered call of the pending batch."""
+    from tinyagent.prompts import PENDING_CALL_RESULT
+    from tinyagent.resume.history import unanswered_tail
+
+    return [
+        Message(role="tool", content=PENDING_CALL_RESULT, tool_call_id=call_id, name=name, is_error=True)
+        for call_id, name in unanswered_tail(messages)
+    ]
 
 
 def run_resume(args: Any) -> int:

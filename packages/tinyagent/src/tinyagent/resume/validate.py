@@ -30,20 +30,39 @@ MAX_COST_USD = 1e9
 """Upper bound of a plausible cumulative cost; anything larger is treated as corruption."""
 
 
-def validate_checkpoint(raw: bytes) -> Trajectory:
+PENDING_POLICIES = ("refuse", "mark-interrupted")
+"""What `--resume-pending` may ask for a checkpoint saved before its last tool batch ran."""
+
+
+def validate_checkpoint(raw: bytes, *, pending: str = "refuse") -> Trajectory:
     """Parse and validate a checkpoint's bytes; return the trajectory or raise `ResumeRefused`.
 
     Pure: no filesystem, network or environment access. Checks, in order: non-empty, size bound,
     UTF-8, strict JSON (no NaN/Infinity, no duplicate keys), format and format version, resume
     metadata presence and version, compaction state, schema, eligibility (not a finished run),
     counters, history structure, tool-call/result pairing and the recorded tool-set digest.
+    A checkpoint whose last tool batch was pending is refused ("pending tool calls") unless `pending`
+    is "mark-interrupted".
     """
     text = _decode(raw)
     _check_envelope(parse_strict_json(text))
     trajectory = _parse_schema(text)
     _check_eligible(trajectory)
     _check_counters(trajectory)
-    check_history(trajectory.messages, system_prompt=trajectory.system_prompt, task=trajectory.task)
+    assert trajectory.resume is not None  # guaranteed by _check_envelope
+    unanswered = check_history(
+        trajectory.messages,
+        system_prompt=trajectory.system_prompt,
+        task=trajectory.task,
+        pending_tail=trajectory.resume.tool_batch_pending,
+    )
+    if unanswered and pending != "mark-interrupted":
+        refuse(
+            "pending tool calls",
+            f"the run was killed after the model asked for {len(unanswered)} tool call(s) and before their "
+            "results were saved, so their outcome is unknown; inspect the workspace, then pass "
+            "--resume-pending=mark-interrupted to record them as interrupted (not re-run) and continue",
+        )
     _check_tool_digest(trajectory)
     return trajectory
 

@@ -71,6 +71,7 @@ class ResumeMetadata(_Model):
     instructions_sha256: str  # digest of the effective system prompt incl. AGENTS.md text
     toolset_sha256: str  # digest of the canonical JSON of the offered tool specs
     compaction: dict[str, Any] | None = None  # reserved: any non-null value is refused today
+    tool_batch_pending: bool = False  # saved after a reply, before its tools ran: their outcome is unknown
 
 
 class ResumeProvenance(_Model):
