@@ -76,8 +76,9 @@ class Client:
     main_route: str  # path fragment of the client's model requests
     seed: Callable[[Layout], None]
     env: Callable[[Layout], dict[str, str]]
-    argv: Callable[[Layout], list[str]]
+    argv: Callable[[Layout, str], list[str]]  # the headless command line for one prompt
     validates_output: bool
+    installer: Callable[[], Path] | None = None  # a client with its own installer (OpenCode)
 
     @property
     def cache(self) -> Path:
@@ -85,6 +86,8 @@ class Client:
 
     def command(self) -> list[str]:
         """The argv prefix that starts the installed client."""
+        if self.installer is not None:
+            return [str(self.installer())]
         path = self.cache / "node_modules" / self.entry
         node = shutil.which("node") or "node"
         return [node, str(path)] if path.suffix in (".js", ".mjs") else [str(path)]
@@ -100,6 +103,8 @@ class Client:
 
     def ensure(self) -> list[str]:
         """The client's argv prefix, installed with npm at the pinned version when missing or different."""
+        if self.installer is not None:
+            return self.command()
         if self.installed_version() == self.version_text:
             return self.command()
         npm = shutil.which("npm")
@@ -172,9 +177,9 @@ def _claude_env(layout: Layout) -> dict[str, str]:
     }
 
 
-def _claude_argv(layout: Layout) -> list[str]:
+def _claude_argv(layout: Layout, prompt: str) -> list[str]:
     flags = ["--output-format", "stream-json", "--verbose", "--allowedTools", f"mcp__{SERVER}"]
-    return ["-p", PROMPT, *flags, "--max-turns", "20"]
+    return ["-p", prompt, *flags, "--max-turns", "20"]
 
 
 # --- Codex ---------------------------------------------------------------------------------------------
@@ -208,8 +213,8 @@ def _codex_env(layout: Layout) -> dict[str, str]:
     return {**base_env(layout), "CODEX_HOME": str(layout.home / ".codex"), "GATE_API_KEY": "sk-gate-fixture"}
 
 
-def _codex_argv(layout: Layout) -> list[str]:
-    return ["exec", "--json", "--skip-git-repo-check", "-C", str(layout.project), PROMPT]
+def _codex_argv(layout: Layout, prompt: str) -> list[str]:
+    return ["exec", "--json", "--skip-git-repo-check", "-C", str(layout.project), prompt]
 
 
 # --- Gemini CLI and Qwen Code ------------------------------------------------------------------------
@@ -255,8 +260,8 @@ def _qwen_env(layout: Layout) -> dict[str, str]:
     }
 
 
-def _headless_argv(*extra: str) -> Callable[[Layout], list[str]]:
-    return lambda layout: ["-p", PROMPT, "--output-format", "stream-json", "--yolo", *extra]
+def _headless_argv(*extra: str) -> Callable[[Layout, str], list[str]]:
+    return lambda layout, prompt: ["-p", prompt, "--output-format", "stream-json", "--yolo", *extra]
 
 
 CLAUDE = Client(
@@ -323,4 +328,69 @@ QWEN = Client(
     argv=_headless_argv(),
     validates_output=True,
 )
-CLIENTS = {client.name: client for client in (CLAUDE, CODEX, GEMINI, QWEN)}
+
+
+# --- OpenCode (installed and isolated as in opencode.py) -------------------------------------------------
+
+
+def _opencode_offered(body: dict[str, Any]) -> list[str]:
+    names = [str((t.get("function") or {}).get("name")) for t in body.get("tools") or []]
+    return _prefixed(f"{SERVER}_", names)
+
+
+def _opencode_seed(layout: Layout) -> None:
+    """The user's own OpenCode config (the scripted provider only) and opencode.py's npm pre-emption."""
+    from gate import opencode
+
+    config_home = layout.home / ".config"
+    opencode._seed_config_dir(config_home)
+    config = opencode._config(f"http://127.0.0.1:{MODEL_PORT}/v1", ["unused"], {})
+    del config["mcp"]
+    (config_home / "opencode" / "opencode.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def _opencode_env(layout: Layout) -> dict[str, str]:
+    from gate.opencode import OFFLINE_FLAGS
+
+    flags = {flag: "1" for flag in OFFLINE_FLAGS if flag != "OPENCODE_DISABLE_PROJECT_CONFIG"}
+    return {**base_env(layout), **flags}
+
+
+def _opencode_argv(layout: Layout, prompt: str) -> list[str]:
+    return [
+        "run",
+        "--pure",
+        "--format",
+        "json",
+        "--title",
+        "graymatter gate",
+        "--dir",
+        str(layout.project),
+        prompt,
+    ]
+
+
+def _opencode_binary() -> Path:
+    from gate.opencode import ensure_opencode
+
+    return ensure_opencode()
+
+
+OPENCODE = Client(
+    name="opencode",
+    init_name="opencode",
+    package="opencode-ai",
+    version="1.18.33",
+    entry="",
+    version_text="1.18.33",
+    tool_name=lambda tool: f"{SERVER}_{tool}",
+    namespace=None,
+    offered=_opencode_offered,
+    main_route="/chat/completions",
+    seed=_opencode_seed,
+    env=_opencode_env,
+    argv=_opencode_argv,
+    validates_output=True,
+    installer=_opencode_binary,
+)
+CLIENTS = {client.name: client for client in (CLAUDE, CODEX, GEMINI, QWEN, OPENCODE)}

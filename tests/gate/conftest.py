@@ -14,5 +14,5 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for block in REPORT:
             terminalreporter.write_line(block)
     if report.ROWS:
-        terminalreporter.section("Real-client gate: Claude Code, Codex, Gemini CLI, Qwen Code")
+        terminalreporter.section("Real-client gate (wired by graymatter init)")
         terminalreporter.write_line(report.render())

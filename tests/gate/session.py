@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gate.clients import GATE_DIR, MODEL_PORT, SERVER, Client, Layout, base_env
+from gate.clients import GATE_DIR, MODEL_PORT, PROMPT, SERVER, Client, Layout, base_env
 from gate.wire_models import Step
 
 GATE = Path(__file__).resolve().parent
@@ -95,6 +95,11 @@ def wire_by_hand(client: Client, layout: Layout, command: list[str], *, required
         if required:
             lines += ["required = true", "startup_timeout_sec = 60"]
         config.write_text(config.read_text() + "\n".join(lines) + "\n")
+    elif client.name == "opencode":
+        path = layout.home / ".config" / "opencode" / "opencode.json"
+        config = json.loads(path.read_text())
+        config["mcp"] = {SERVER: {"type": "local", "command": command, "enabled": True, "timeout": 60000}}
+        path.write_text(json.dumps(config, indent=2))
     else:
         folder = layout.home / (".gemini" if client.name == "gemini" else ".qwen")
         settings = json.loads((folder / "settings.json").read_text())
@@ -102,8 +107,44 @@ def wire_by_hand(client: Client, layout: Layout, command: list[str], *, required
         (folder / "settings.json").write_text(json.dumps(settings, indent=2))
 
 
+HOOK_EVENTS = {
+    "claude-code": {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt"},
+    "gemini": {"SessionStart": "session-start", "BeforeAgent": "user-prompt"},
+    "qwen": {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt"},
+}
+
+
+def register_hooks_by_hand(client: Client, layout: Layout) -> None:
+    """Register ``graymatter hook`` for session start and each prompt in the client's user settings."""
+    if client.name == "claude-code":
+        path = layout.home / ".claude" / "settings.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        settings: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    else:
+        path = layout.home / (".gemini" if client.name == "gemini" else ".qwen") / "settings.json"
+        settings = json.loads(path.read_text())
+    hooks = settings.setdefault("hooks", {})
+    for native, event in HOOK_EVENTS[client.name].items():
+        if client.name == "claude-code":  # exec form
+            handler = {"type": "command", "command": GRAYMATTER, "args": ["hook", client.name, event]}
+        else:
+            handler = {
+                "type": "command",
+                "command": f"{GRAYMATTER} hook {client.name} {event}",
+                "timeout": 10000,
+            }
+        hooks[native] = [{"hooks": [handler]}]
+    path.write_text(json.dumps(settings, indent=2))
+
+
 def run_client(
-    client: Client, layout: Layout, steps: list[Step], *, timeout: float = 240.0, tag: str = "run"
+    client: Client,
+    layout: Layout,
+    steps: list[Step],
+    *,
+    prompt: str = PROMPT,
+    timeout: float = 240.0,
+    tag: str = "run",
 ) -> ClientRun:
     """Run one headless session of ``client`` in the project folder, inside a loopback-only namespace."""
     prefix = client.ensure()
@@ -112,7 +153,7 @@ def run_client(
     sandbox = [sys.executable, str(SANDBOX), "--port", str(MODEL_PORT), "--timeout", str(timeout)]
     sandbox += ["--script", str(files["script.json"]), "--requests", str(files["requests.json"])]
     sandbox += ["--stdout", str(files["out"]), "--stderr", str(files["err"])]
-    command = ["unshare", "-n", "--", *sandbox, "--", *prefix, *client.argv(layout)]
+    command = ["unshare", "-n", "--", *sandbox, "--", *prefix, *client.argv(layout, prompt)]
     started = time.monotonic()
     done = subprocess.run(
         command,

@@ -1,13 +1,13 @@
-"""Real-client gate: Claude Code, Codex, Gemini CLI and Qwen Code, wired only by ``graymatter init``.
+"""Real-client gate: Claude Code, Codex, Gemini CLI, Qwen Code and OpenCode, wired by ``graymatter init``.
 
 Each client runs headless at its own defaults in a fresh HOME and a loopback-only network namespace,
 driven by the scripted model of :mod:`wire_models`. Per client: the first agent-loop model request offers
 graymatter's seven tools (Qwen Code: the request after its ``tool_search`` step); a scripted session of
 checkpoint_resume / checkpoint_save / memory_add / memory_search completes, the model gets each result,
 and the project's store holds the checkpoint and the fact (read back through the graymatter CLI).
-Negative controls for the clients that validate structured results (Gemini CLI, Qwen Code): a server
-whose ``checkpoint_resume`` result is altered to violate its outputSchema is rejected by the client, so
-this gate can fail. OpenCode has its own gate in test_opencode_gate.py.
+Negative controls for the clients that validate structured results (Gemini CLI, Qwen Code; OpenCode's
+is in test_opencode_gate.py, with its every-tool table): a server whose ``checkpoint_resume`` result is
+altered to violate its outputSchema is rejected by the client, so this gate can fail.
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def test_client_wired_by_init_offers_the_tools_and_completes_a_session(name: str
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("name", [name for name, client in CLIENTS.items() if client.validates_output])
+@pytest.mark.parametrize("name", list(VALIDATION_ERRORS))
 def test_negative_control_schema_violation_is_rejected(name: str, tmp_path: Path) -> None:
     client, layout = prepared(name, tmp_path)
     log = tmp_path / "mcp.jsonl"
