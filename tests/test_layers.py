@@ -33,6 +33,7 @@ FACE_EDGES = {
     ("http", "dashboard"): False,  # the service mounts the dashboard at / and /ui/
     ("cli", "dashboard"): True,  # `graymatter ui` issues the dashboard's one-time login link
     ("cli", "hooks"): True,  # `graymatter hook CLIENT EVENT`, `status` (reads the hook log)
+    ("cli", "wiring"): True,  # `graymatter init`, `graymatter doctor`
 }
 
 # tinyagent: rank of each top-level module or package; imports may only go to a lower or equal rank.

@@ -144,6 +144,25 @@ class RecallHit(_Model):
     weight: float
     confidence: Confidence
     pinned: bool
+    relevance: float | None = Field(default=None, ge=0.0, le=1.0)
+    """How much of the query this fact covers, 0..1: the share of the query's informative words it contains
+    (or its cosine similarity, or half its lending turn's share for a context turn), whichever is largest.
+    ``None`` when the query has no informative words. ``score`` orders; ``relevance`` says how good."""
+
+
+class RecallFeedback(_Model):
+    """The weak-match block: present exactly when the best result covers less than half of the query."""
+
+    weak_match: Literal[True] = True
+    best_relevance: float = Field(ge=0.0, le=1.0)
+    matched_terms: list[str]
+    """Informative query words that some returned fact contains."""
+    unmatched_terms: list[str]
+    """Informative query words that no returned fact contains: candidates for ``memory_alias``."""
+    suggested_terms: list[str]
+    """Words of the returned facts that the query does not use: this store's vocabulary near the query."""
+    action: Literal["memory_alias"] = "memory_alias"
+    message: str
 
 
 class RecallExplanation(RecallHit):

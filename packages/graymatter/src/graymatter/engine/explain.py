@@ -14,8 +14,8 @@ from graymatter.store.base import Store
 KeywordSource = tuple[str, str | None]
 
 
-def hit_fields(item: Fused) -> dict[str, Any]:
-    """The ``RecallHit`` fields of one ranked fact."""
+def hit_fields(item: Fused, relevance: float | None = None) -> dict[str, Any]:
+    """The ``RecallHit`` fields of one ranked fact (``relevance``: its readable relevance figure)."""
     fact = item.candidate.fact
     return {
         "id": fact.id,
@@ -27,6 +27,7 @@ def hit_fields(item: Fused) -> dict[str, Any]:
         "weight": fact.weight,
         "confidence": fact.confidence,
         "pinned": fact.pinned,
+        "relevance": relevance,
     }
 
 
@@ -43,7 +44,12 @@ def explain(store: Store, request: RecallRequest, outcome: RecallOutcome) -> lis
     now = utcnow()
     return [
         _receipt(
-            item, request, outcome.keyword_sources, supersedes.get(item.candidate.fact.id, []), links, now
+            item,
+            request,
+            outcome,
+            supersedes.get(item.candidate.fact.id, []),
+            links,
+            now,
         )
         for item in results
     ]
@@ -52,7 +58,7 @@ def explain(store: Store, request: RecallRequest, outcome: RecallOutcome) -> lis
 def _receipt(
     item: Fused,
     request: RecallRequest,
-    sources: dict[str, KeywordSource],
+    outcome: RecallOutcome,
     supersedes: list[str],
     links: Sequence[Link],
     now: datetime,
@@ -62,9 +68,10 @@ def _receipt(
     related = [
         ln for ln in links if ln.agent_id == fact.agent_id and (ln.source in lowered or ln.target in lowered)
     ]
+    sources: dict[str, KeywordSource] = outcome.keyword_sources
     source, lender = sources.get(fact.id, ("match", None)) if item.candidate.keyword_rank else (None, None)
     return RecallExplanation(
-        **hit_fields(item),
+        **hit_fields(item, outcome.relevance.get(fact.id)),
         ranks=SignalRanks(
             keyword_rank=item.candidate.keyword_rank,
             vector_rank=item.candidate.vector_rank,

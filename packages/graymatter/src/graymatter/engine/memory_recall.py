@@ -97,7 +97,11 @@ class RecallMethods(MemoryCore):
             weights=weights,
         )
         request = self._request(agent_id, query, top_k, options)
-        return [RecallHit.model_construct(**hit_fields(item)) for item in self._run(request).results]
+        outcome = self._run(request)
+        return [
+            RecallHit.model_construct(**hit_fields(item, outcome.relevance.get(item.candidate.fact.id)))
+            for item in outcome.results
+        ]
 
     def recall_shared(
         self, query: str, top_k: int | None = None, **options: Unpack[RecallOptions]

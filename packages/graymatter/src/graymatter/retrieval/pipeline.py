@@ -36,6 +36,7 @@ from graymatter.retrieval.keyword import (
 )
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
+from graymatter.retrieval.relevance import relevance, word_groups
 from graymatter.store.base import Store
 
 
@@ -85,6 +86,8 @@ class RecallOutcome:
     vector_used: bool
     keyword_sources: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     """Per keyword-ranked fact: ``("match" | "phrase" | "context", lending fact id or None)``."""
+    relevance: dict[str, float | None] = field(default_factory=dict)
+    """Per result: the readable relevance figure of :mod:`.relevance` (None for a query without words)."""
 
 
 def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
@@ -95,19 +98,25 @@ def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
     return [label for label, level in CONFIDENCE_LEVELS.items() if level >= floor]
 
 
+def alias_groups(store: Store, agent_ids: Sequence[str]) -> list[list[str]]:
+    """The alias groups (term, then its equivalents) of the searched namespaces."""
+    return [[alias.text, *alias.equivalents] for alias in store.aliases(list(dict.fromkeys(agent_ids)))]
+
+
 def keyword_terms(
     store: Store,
     agent_ids: Sequence[str],
     query: str,
     max_terms: int,
     max_postings: int | None = DEFAULT_MAX_POSTINGS,
+    groups: Sequence[Sequence[str]] | None = None,
 ) -> list[str]:
     """Query terms after alias expansion and rarity capping, as sent to ``Store.keyword_search``."""
     terms = query_terms(query)
     if not terms:
         return []
-    namespaces = list(dict.fromkeys(agent_ids))
-    groups = [[alias.text, *alias.equivalents] for alias in store.aliases(namespaces)]
+    if groups is None:
+        groups = alias_groups(store, agent_ids)
     if groups:
         terms = expand_with_aliases(terms, groups)
     frequencies = store.document_frequencies(terms)
@@ -123,7 +132,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
 
     # The vector signal (query embedding + cosine search) runs in a worker thread while the keyword
     # searches run here: numpy, SQLite and HTTP embedders all release the GIL.
-    vector_job: Future[tuple[list[str], bool]] | None = None
+    vector_job: Future[tuple[dict[str, float], bool]] | None = None
     if embedder is not None and request.query.strip() and weights.vector > 0:
         vector_job = _workers().submit(
             _vector_candidates,
@@ -135,8 +144,10 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
             confidences,
             request.min_vector_similarity,
         )
-    terms, evidence = _keyword_signal(store, request, agent_ids, pool, confidences)
-    vector_ids, vector_used = vector_job.result() if vector_job is not None else ([], False)
+    groups = alias_groups(store, agent_ids) if query_terms(request.query) else []
+    terms, evidence = _keyword_signal(store, request, agent_ids, pool, confidences, groups)
+    similarity, vector_used = vector_job.result() if vector_job is not None else ({}, False)
+    vector_ids = list(similarity)
     recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
 
     pool_ids = list(dict.fromkeys([*evidence.candidate_ids(), *vector_ids, *recent_ids]))
@@ -157,14 +168,38 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
     info = {fid: row for fid, row in info.items() if fid in members}
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
-    results = select(
-        ordered, _fact_loader(store, allowed), top_k=request.top_k, min_relevance=request.min_relevance
-    )
+    load = _fact_loader(store, allowed)
+    results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
+    sources = {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources}
     return RecallOutcome(
         results,
         terms,
         vector_used,
-        {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources},
+        sources,
+        _relevance(store, request, groups, results, similarity, sources),
+    )
+
+
+def _relevance(
+    store: Store,
+    request: RecallRequest,
+    groups: Sequence[Sequence[str]],
+    results: Sequence[Fused],
+    similarity: dict[str, float],
+    sources: dict[str, tuple[str, str | None]],
+) -> dict[str, float | None]:
+    """The readable relevance of each result (lenders outside the results are read in one statement)."""
+    texts = {item.candidate.fact.id: item.candidate.fact.text for item in results}
+    lenders = [lender for fid in texts if (lender := sources.get(fid, ("", None))[1]) is not None]
+    missing = [lid for lid in dict.fromkeys(lenders) if lid not in texts]
+    lender_texts = {f.id: f.text for f in store.get_facts(missing)} if missing else {}
+    return relevance(
+        word_groups(request.query, groups),
+        texts,
+        similarity={fid: similarity[fid] for fid in texts if fid in similarity},
+        sources=sources,
+        lender_texts={**{lid: texts[lid] for lid in lenders if lid in texts}, **lender_texts},
+        context_weight=request.context_weight,
     )
 
 
@@ -174,12 +209,13 @@ def _keyword_signal(
     agent_ids: list[str],
     pool: int,
     confidences: list[str] | None,
+    groups: Sequence[Sequence[str]],
 ) -> tuple[list[str], KeywordEvidence]:
     """The selected query terms and what the keyword searches found (nothing when keyword is off)."""
     if not (request.query.strip() and request.weights.keyword > 0):
         return [], KeywordEvidence()
     terms = keyword_terms(
-        store, agent_ids, request.query, request.max_query_terms, request.max_query_postings
+        store, agent_ids, request.query, request.max_query_terms, request.max_query_postings, groups
     )
     evidence = keyword_evidence(
         store,
@@ -253,14 +289,15 @@ def _vector_candidates(
     limit: int,
     confidences: list[str] | None,
     min_similarity: float = 0.0,
-) -> tuple[list[str], bool]:
-    """Ids of the cosine-nearest facts at or above ``min_similarity``, and whether the query embedded."""
+) -> tuple[dict[str, float], bool]:
+    """The cosine-nearest facts at or above ``min_similarity`` (id -> similarity, best first), and
+    whether the query embedded."""
     try:
         query_vector = embedder.embed([query])[0]
     except Exception:  # an unreachable embedder degrades recall to keyword + recency, never fails it
-        return [], False
+        return {}, False
     hits = store.vector_search(agent_ids, query_vector, embedder.model_id, limit, confidences)
-    return [hit.fact_id for hit in hits if hit.score >= min_similarity], True
+    return {hit.fact_id: hit.score for hit in hits if hit.score >= min_similarity}, True
 
 
 _WORKERS: ThreadPoolExecutor | None = None

@@ -66,6 +66,11 @@ def cmd_recall(args: argparse.Namespace) -> int:
         "all": f"agent {args.agent} + {SHARED_AGENT_ID}",
     }[scope]
     lines = recall_lines(label, args.query, results, owners=scope == "all", explain=args.explain)
+    if not args.quiet:
+        from graymatter.engine.feedback import weak_match_feedback
+
+        weak = weak_match_feedback(args.query, results)
+        lines += [] if weak is None else ["", weak.message]
     sys.stdout.write("\n".join(lines) + "\n")
     return EXIT_OK
 

@@ -15,6 +15,7 @@ EXTENSION_MODULES = (
     "graymatter.faces.cli.server_cmds",
     "graymatter.faces.cli.hooks_cmds",
     "graymatter.faces.cli.ui_cmds",
+    "graymatter.faces.cli.wiring_cmds",
 )
 """Modules that add subcommands through ``register(subparsers)``; a missing one is skipped."""
 

@@ -71,7 +71,8 @@ def _explain_line(hit: RecallExplanation) -> str:
         ranks = ranks.replace(f"keyword {r.keyword_rank}", f"keyword {r.keyword_rank} ({note})", 1)
     return (
         f"   id {hit.id} | ranks: {ranks} | fused {r.fused_score:.6f} (k={r.k}) | "
-        f"score {hit.score:.6f} | {hit.confidence}{', pinned' if hit.pinned else ''}"
+        f"score {hit.score:.6f} | relevance {'-' if hit.relevance is None else f'{hit.relevance:.2f}'} | "
+        f"{hit.confidence}{', pinned' if hit.pinned else ''}"
     )
 
 

@@ -61,7 +61,7 @@ def run_ui(args: argparse.Namespace) -> int:
         raise
     link = f"http://127.0.0.1:{port}/ui/login?code={sessions.issue_login_code(Principal.default(None))}"
     print(f"graymatter dashboard on http://127.0.0.1:{port}/ui/", file=sys.stderr)
-    print(f"one-time login link (valid 10 minutes): {link}", flush=True)
+    print(f"one-time login link (valid 10 minutes): {link}", file=sys.stderr)
     sys.stderr.flush()
     if not args.no_open:
         import webbrowser

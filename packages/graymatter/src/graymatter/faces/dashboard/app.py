@@ -88,7 +88,7 @@ def html_reply(status: int, body: bytes, extra: list[tuple[str, str]] | None = N
         ("content-type", "text/html; charset=utf-8"),
         ("content-security-policy", CSP),
         ("x-frame-options", "DENY"),
-        ("referrer-policy", "no-referrer"),
+        ("referrer-policy", "same-origin"),
         ("cache-control", "no-store"),
         ("x-content-type-options", "nosniff"),
     ]

@@ -60,6 +60,7 @@ class Ctx:
         value = self.param("agent")
         if not value.strip():
             raise InvalidInput("the agent parameter is required")
+        self.principal.check(value, write=False)  # every agent page, even one that reads nothing yet
         return value
 
     def can_write(self, agent_id: str) -> bool:

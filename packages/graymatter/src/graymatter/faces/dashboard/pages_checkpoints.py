@@ -97,8 +97,10 @@ def checkpoint(ctx: Ctx) -> Page:
 
 
 def flatten(value: Any, path: str = "", out: dict[str, str] | None = None) -> dict[str, str]:
-    """Leaf paths of a JSON value (``a.b[0]``) and their JSON text; empty containers are leaves."""
+    """Leaf paths of a JSON value (``a.b[0]``) and their JSON text; nested empty containers are leaves."""
     out = {} if out is None else out
+    if not path and value in ({}, []):
+        return out
     if isinstance(value, dict) and value:
         for k, v in value.items():
             flatten(v, f"{path}.{k}" if path else str(k), out)

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from graymatter.engine.access import current_principal
+from graymatter.engine.feedback import weak_match_feedback
 from graymatter.engine.memory_api import MemoryAPI
 from graymatter.faces.http.wire import (
     AgentQuery,
@@ -87,8 +88,11 @@ def _recall(memory: MemoryAPI, query: RecallQuery) -> RecallResponse:
         hits = [
             RecallHit.model_validate(e.model_dump(include=set(RecallHit.model_fields))) for e in explained
         ]
-        return RecallResponse(results=hits, explanations=explained)
-    return RecallResponse(results=memory.recall(query.agent_id, query.q, query.k, scope=query.scope))
+        return RecallResponse(
+            results=hits, explanations=explained, feedback=weak_match_feedback(query.q, hits)
+        )
+    hits = memory.recall(query.agent_id, query.q, query.k, scope=query.scope)
+    return RecallResponse(results=hits, feedback=weak_match_feedback(query.q, hits))
 
 
 def _facts(memory: MemoryAPI, query: FactsQuery) -> FactsResponse:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from graymatter.constants import Confidence
-from graymatter.models import Checkpoint, Fact, RecallExplanation, RecallHit, RecallScope
+from graymatter.models import Checkpoint, Fact, RecallExplanation, RecallFeedback, RecallHit, RecallScope
 
 
 class _In(BaseModel):
@@ -93,6 +93,9 @@ class ErrorResponse(_Out):
 class RecallResponse(_Out):
     results: list[RecallHit]
     explanations: list[RecallExplanation] | None = None
+    feedback: RecallFeedback | None = Field(
+        default=None, description="Present exactly when the match is weak: vocabulary hints and memory_alias."
+    )
 
 
 class FactsResponse(_Out):

@@ -40,6 +40,7 @@ def fact_result(hit: RecallHit) -> FactResult:
         created_at=rfc3339(hit.created_at),
         confidence=hit.confidence,
         pinned=hit.pinned,
+        relevance=hit.relevance,
     )
 
 
@@ -62,8 +63,9 @@ def receipt(hit: RecallExplanation) -> ReceiptResult:
 def fact_lines(facts: list[FactResult]) -> list[str]:
     """One numbered line per fact, carrying every field of its structured form."""
     return [
-        f"{i}. {f.text} (id {f.id}, score {f.score:.4f}, {f.confidence}{', pinned' if f.pinned else ''}, "
-        f"written {f.created_at})"
+        f"{i}. {f.text} (id {f.id}, score {f.score:.4f}"
+        f"{'' if f.relevance is None else f', relevance {f.relevance:.2f}'}, "
+        f"{f.confidence}{', pinned' if f.pinned else ''}, written {f.created_at})"
         for i, f in enumerate(facts, 1)
     ]
 

@@ -107,6 +107,25 @@ class FactResult(_Result):
     created_at: str = Field(description="When the fact was written (RFC 3339, UTC).")
     confidence: ConfidenceLabel = Field(description="The writer's confidence label.")
     pinned: bool = Field(description="Pinned facts are exempt from decay and pruning.")
+    relevance: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="How much of the query this fact covers, 0..1 (share of the query's informative words "
+        "it contains, or semantic similarity); null for a query without informative words.",
+    )
+
+
+class FeedbackResult(_Result):
+    """The weak-match block: present exactly when the best fact covers less than half of the query."""
+
+    weak_match: Literal[True]
+    best_relevance: float = Field(ge=0, le=1)
+    matched_terms: list[str] = Field(description="Query words some returned fact contains.")
+    unmatched_terms: list[str] = Field(description="Query words no returned fact contains.")
+    suggested_terms: list[str] = Field(description="Words of the returned facts the query does not use.")
+    action: Literal["memory_alias"] = Field(description="The tool that bridges vocabulary for next time.")
+    message: str
 
 
 class RanksResult(_Result):
@@ -170,6 +189,9 @@ class MemorySearchResult(_Result):
     facts: list[FactResult]
     explained: list[ReceiptResult] | None = Field(default=None, description="Receipts, with explain=true.")
     retrieval: RetrievalResult
+    feedback: FeedbackResult | None = Field(
+        default=None, description="Present exactly when the match is weak: vocabulary hints and memory_alias."
+    )
 
 
 class QueryResult(_Result):

@@ -8,12 +8,13 @@ result; other errors are worded by :mod:`graymatter.faces.mcp_server.failures`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from graymatter.constants import DEFAULT_RELATION
+from graymatter.engine.feedback import weak_match_feedback
 from graymatter.errors import GraymatterError, NoCheckpoint, NotFound, ToolFailure
 from graymatter.faces.mcp_server.arguments import non_blank, parse_state, require_agent_id, required
 from graymatter.faces.mcp_server.failures import first_line
@@ -30,6 +31,7 @@ from graymatter.faces.mcp_server.schemas import (
     CheckpointResumeEmpty,
     CheckpointSaveResult,
     FactResult,
+    FeedbackResult,
     LinkResult,
     MemoryAddResult,
     MemoryAliasResult,
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
         MemorySearchArguments,
         MemorySearchBatchArguments,
     )
-    from graymatter.models import Provenance
+    from graymatter.models import Provenance, RecallHit
 
 Outcome = tuple[dict[str, Any], str]
 
@@ -76,6 +78,7 @@ class GraymatterTools:
             )
             facts = [fact_result(hit) for hit in receipts]
             explained = [receipt(hit) for hit in receipts]
+            hits: Sequence[RecallHit] = receipts
         else:
             hits = self.memory.recall(
                 agent_id, query, top_k=top_k, min_confidence=floor, confidence_weight=weight
@@ -86,6 +89,7 @@ class GraymatterTools:
             confidence_weight=args.confidence_weight,
             policy="confidence-v1",
         )
+        weak = weak_match_feedback(query, hits)
         payload = MemorySearchResult(
             agent_id=agent_id,
             query=query,
@@ -93,14 +97,16 @@ class GraymatterTools:
             facts=facts,
             explained=explained,
             retrieval=retrieval,
+            feedback=None if weak is None else FeedbackResult(**weak.model_dump()),
         )
-        if not facts:
+        if not facts:  # the empty text is part of the contract; its feedback is in structuredContent
             return payload, f"No memories found for agent {quote(agent_id)} matching {quote(query)}."
+        tail = [] if weak is None else ["", weak.message]
         noun = "memory" if len(facts) == 1 else "memories"
         lines = [f"Found {len(facts)} relevant {noun} for agent {quote(agent_id)}:", "", *fact_lines(facts)]
         if explained:
             lines += ["", "Receipts:", *receipt_lines(explained)]
-        return payload, "\n".join(lines)
+        return payload, "\n".join([*lines, *tail])
 
     def memory_search_batch(
         self, args: MemorySearchBatchArguments, provenance: Provenance
