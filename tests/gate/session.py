@@ -126,7 +126,11 @@ def register_hooks_by_hand(client: Client, layout: Layout) -> None:
     hooks = settings.setdefault("hooks", {})
     for native, event in HOOK_EVENTS[client.name].items():
         if client.name == "claude-code":  # exec form
-            handler = {"type": "command", "command": GRAYMATTER, "args": ["hook", client.name, event]}
+            handler: dict[str, Any] = {
+                "type": "command",
+                "command": GRAYMATTER,
+                "args": ["hook", client.name, event],
+            }
         else:
             handler = {
                 "type": "command",

@@ -36,6 +36,8 @@ pytestmark = [pytest.mark.gate, pytest.mark.timeout(900)]
 AGENT = "gateproj"
 """The agent id project routing derives from the project folder's name."""
 STATE = {"task": "client gate", "step": 2, "notes": ["scripted"], "done": False}
+HOOK_NOTE = "graymatter_hook"
+"""The key a hook-saved checkpoint adds to the agent's state it carries forward (session end, compaction)."""
 FACT = "The deploy script lives in tools/deploy.sh."
 VALIDATION_ERRORS = {
     "gemini": "Structured content does not match the tool's output schema",
@@ -102,13 +104,14 @@ def session_problems(run: ClientRun, steps: list[Step]) -> list[str]:
 
 
 def store_problems(layout: Layout) -> list[str]:
-    """The project's store, read through the CLI, holds exactly the session's fact and checkpoint."""
+    """The project's store, read through the CLI, holds the session's fact and its checkpoint's state."""
     facts = json.loads(graymatter(layout, "--json", "list", AGENT).stdout)
     problems = []
     if [fact["text"] for fact in facts] != [FACT] or facts[0]["provenance"]["interface"] != "mcp":
         problems.append(f"store facts: {facts}")
     checkpoint = json.loads(graymatter(layout, "--json", "checkpoint", "resume", AGENT).stdout)
-    if checkpoint.get("state") != STATE:
+    state = {k: v for k, v in (checkpoint.get("state") or {}).items() if k != HOOK_NOTE}
+    if state != STATE:
         problems.append(f"store checkpoint: {checkpoint}")
     return problems
 
