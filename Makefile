@@ -27,7 +27,8 @@ test: $(STAMP)
 	$(PY) -m pytest -q -m "not gate"
 	$(MAKE) gate
 
-## Real-client MCP release gate (OpenCode CLI, offline, against graymatter mcp serve).
+## Real-client gate (docs/gate.md): Claude Code, Codex, Gemini CLI, Qwen Code and OpenCode from pinned npm
+## installs (cached in .gate/), wired by graymatter init, offline in a loopback-only netns (needs root, npm).
 gate: $(STAMP)
 	$(PY) -m pytest -q -m gate tests/gate
 
