@@ -4,8 +4,9 @@ Usage (as root): ``unshare -n -- python sandbox.py --script S.json --requests R.
 [--timeout SEC] -- CLIENT_COMMAND...``. The script brings ``lo`` up (``ip link set lo up``), serves the
 scripted model of :mod:`wire_models` on ``127.0.0.1:P`` (the namespace is fresh, so a fixed port is always
 free and configs can name it in advance), runs the client with the inherited environment, stdin closed,
-then writes every model request to R.json. Its exit status is the client's (124 on timeout). Nothing can
-leave the machine: the namespace has no other interface.
+then writes every model request to R.json and ends whatever the session left running in the namespace.
+Its exit status is the client's (124 on timeout). Nothing can leave the machine: the namespace has no other
+interface.
 """
 
 from __future__ import annotations
@@ -47,6 +48,23 @@ def _run_client(command: list[str], stdout: Path, stderr: Path, timeout: float) 
                 pass
 
 
+def _end_namespace_processes() -> int:
+    """SIGKILL every other process in this network namespace (daemons the client's servers left behind,
+    e.g. graymatter's warm MCP server, which starts in its own session); return how many."""
+    own = os.readlink("/proc/self/ns/net")
+    ended = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if os.readlink(entry / "ns" / "net") == own:
+                os.kill(int(entry.name), signal.SIGKILL)
+                ended += 1
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return ended
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--script", required=True, type=Path)
@@ -65,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     model = ScriptedModel(steps=steps)
     with ModelServer(model, args.port):
         code = _run_client(command, args.stdout, args.stderr, args.timeout)
+    _end_namespace_processes()
     args.requests.write_text(json.dumps(model.requests))
     return code
 
