@@ -34,6 +34,7 @@ FACE_EDGES = {
     ("cli", "dashboard"): True,  # `graymatter ui` issues the dashboard's one-time login link
     ("cli", "hooks"): True,  # `graymatter hook CLIENT EVENT`, `status` (reads the hook log)
     ("cli", "wiring"): True,  # `graymatter init`, `graymatter doctor`
+    ("wiring", "hooks"): True,  # `graymatter hooks doctor` reads the hook log
 }
 
 # tinyagent: rank of each top-level module or package; imports may only go to a lower or equal rank.
@@ -48,6 +49,7 @@ TINYAGENT_RANK = {
     "config": 1,
     "providers": 2,
     "tools": 2,
+    "mcpclient": 2,
     "trajectory": 2,
     "output": 3,
     "loop": 4,
