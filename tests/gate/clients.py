@@ -8,6 +8,7 @@ needs the network) and runs at its own defaults: the gate seeds only what a user
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -394,3 +395,12 @@ OPENCODE = Client(
     installer=_opencode_binary,
 )
 CLIENTS = {client.name: client for client in (CLAUDE, CODEX, GEMINI, QWEN, OPENCODE)}
+
+
+def _codex_trusted_argv(layout: Layout, prompt: str) -> list[str]:
+    return ["exec", "--dangerously-bypass-hook-trust", *_codex_argv(layout, prompt)[1:]]
+
+
+CODEX_HOOKS_TRUSTED = dataclasses.replace(CODEX, argv=_codex_trusted_argv)
+"""Codex with its hooks trusted. Codex runs a non-managed hook only after the user reviewed it in ``/hooks``
+(trust kept as a hash in config.toml); headless, ``--dangerously-bypass-hook-trust`` stands for that."""

@@ -109,6 +109,7 @@ def wire_by_hand(client: Client, layout: Layout, command: list[str], *, required
 
 HOOK_EVENTS = {
     "claude-code": {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt"},
+    "codex": {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt"},
     "gemini": {"SessionStart": "session-start", "BeforeAgent": "user-prompt"},
     "qwen": {"SessionStart": "session-start", "UserPromptSubmit": "user-prompt"},
 }
@@ -120,6 +121,8 @@ def register_hooks_by_hand(client: Client, layout: Layout) -> None:
         path = layout.home / ".claude" / "settings.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         settings: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    elif client.name == "codex":
+        path, settings = layout.home / ".codex" / "hooks.json", {}
     else:
         path = layout.home / (".gemini" if client.name == "gemini" else ".qwen") / "settings.json"
         settings = json.loads(path.read_text())

@@ -1,6 +1,7 @@
 """Real-client hook gate: memory a client gets without asking, through the hooks ``graymatter init`` installs.
 
-For Claude Code and Gemini CLI (each headless at its defaults, fresh HOME, loopback-only network): with a
+For Claude Code, Codex and Gemini CLI (each headless at its defaults, fresh HOME, loopback-only network; Codex
+with its hooks trusted, as the user does once in ``/hooks``): with a
 fact and a checkpoint already stored for the project, the client's FIRST model request carries both
 (SessionStart injection), and a ``remember: ...`` prompt lands in the project's store before the model
 answers (read back through the graymatter CLI). Qwen Code 0.15.10 fires no SessionStart in ``-p`` mode
@@ -21,7 +22,7 @@ from typing import Any
 import pytest
 
 from gate import report
-from gate.clients import CLIENTS, Client, Layout
+from gate.clients import CLIENTS, CODEX_HOOKS_TRUSTED, Client, Layout
 from gate.session import (
     GRAYMATTER,
     graymatter,
@@ -38,13 +39,17 @@ SEEDED_FACT = "The staging database is db-staging-7."
 CHECKPOINT_STATE = {"task": "hook gate", "next": "ship release 4.2"}
 CHECKPOINT_MARKER = "ship release 4.2"
 NOTE = "The release train leaves on Thursdays."
-HOOK_CLIENTS = ("claude-code", "gemini")
+HOOK_CLIENTS = {
+    "claude-code": CLIENTS["claude-code"],
+    "codex": CODEX_HOOKS_TRUSTED,
+    "gemini": CLIENTS["gemini"],
+}
 QUESTION = "Which staging database do we use?"
 
 
 def wired(name: str, tmp_path: Path) -> tuple[Client, Layout]:
     """A fresh HOME and project with graymatter wired in (MCP server and hooks)."""
-    client = CLIENTS[name]
+    client = HOOK_CLIENTS.get(name) or CLIENTS[name]
     layout = Layout(tmp_path)
     layout.make()
     client.seed(layout)
@@ -66,7 +71,7 @@ def first_request_text(requests: list[dict[str, Any]], client: Client) -> str:
     return json.dumps(main[0]["body"], ensure_ascii=False) if main else ""
 
 
-@pytest.mark.parametrize("name", HOOK_CLIENTS)
+@pytest.mark.parametrize("name", list(HOOK_CLIENTS))
 def test_session_start_injects_memory_and_remember_is_stored(name: str, tmp_path: Path) -> None:
     client, layout = wired(name, tmp_path)
     graymatter(layout, "remember", AGENT, SEEDED_FACT)
