@@ -3,100 +3,151 @@
 Claude Code 2.1.197 in ``-p`` mode connects MCP servers in the background by default, and Codex 0.171.0
 sends its first model request about 1 s after start without waiting for a server whose entry lacks
 ``required = true`` (issue 12). This benchmark keeps both cores busy (``python -c "while 1: pass"`` x2)
-and runs each client N times (10; 2 with ``--quick``), interleaved, with the real-client gate's harness
-(tests/gate: pinned npm installs, fresh HOME, loopback-only network namespace, scripted model): Claude
-Code with a project ``.mcp.json`` at default settings, Codex with an entry WITHOUT ``required = true``,
-and, as the control, Codex with ``required = true``. It counts the runs whose first model request offered
-all seven tools, and reports the median time from client start to that request. A benchmark, not a test:
-the outcome depends on timing. Needs root (``unshare -n``), npm and the network for the first install.
+and runs each variant N times (10; 2 with ``--quick``), interleaved, with the real-client gate's harness
+(tests/gate: pinned npm installs, fresh HOME, loopback-only network namespace, scripted model). The
+variants: Claude Code with a hand-written project ``.mcp.json`` at default settings and Codex with an
+entry WITHOUT ``required = true``, each cold (no warm graymatter server) and warm (graymatter's per-user
+warm MCP server already running, as after an earlier session); and both wired by ``graymatter init``
+(Claude Code's ``MCP_CONNECTION_NONBLOCKING=0``, Codex's ``required = true``), cold. It counts the runs
+whose first model request offered all seven tools and reports the median time from client start to that
+request. A benchmark, not a test: the outcome depends on timing. Needs root (``unshare -n``) and npm.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import REPO_ROOT, print_table
 
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of wiring one client."""
+
+    label: str
+    client: str
+    wiring: str  # "hand" (no required, no hooks) or "init"
+    warm: bool
+
+
 VARIANTS = (
-    ("claude-code", "Claude Code -p, .mcp.json, defaults", False),
-    ("codex", "Codex exec, entry without required", False),
-    ("codex", "Codex exec, required = true (control)", True),
+    Variant("Claude Code -p, .mcp.json by hand, defaults, cold", "claude-code", "hand", False),
+    Variant("Claude Code -p, .mcp.json by hand, defaults, warm server", "claude-code", "hand", True),
+    Variant("Claude Code -p, wired by graymatter init, cold", "claude-code", "init", False),
+    Variant("Codex exec, entry without required, cold", "codex", "hand", False),
+    Variant("Codex exec, entry without required, warm server", "codex", "hand", True),
+    Variant("Codex exec, wired by graymatter init (required), cold", "codex", "init", False),
 )
 
 
-def _gate_modules() -> Any:
+def _gate() -> Any:
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     from gate import clients, session
 
     return clients, session
 
 
-def _busy_processes(count: int = 2) -> list[subprocess.Popen[bytes]]:
-    return [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(count)]
+def _start_warm_server(shared_tmp: Path) -> None:
+    """Start graymatter's warm MCP server for ``TMPDIR=shared_tmp``: one short ``mcp serve`` launches it."""
+    _, session = _gate()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(shared_tmp), "TMPDIR": str(shared_tmp)}
+    store = shared_tmp / "prime-store"
+    subprocess.run(
+        [session.GRAYMATTER, "--dir", str(store), "mcp", "serve"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=env,
+        timeout=120,
+    )
+    for _ in range(300):  # the warm server imports everything before it listens
+        if list(shared_tmp.glob(f"graymatter-{os.getuid()}/mcp-*.sock")):
+            return
+        time.sleep(0.1)
+    raise RuntimeError("graymatter's warm MCP server did not start")
 
 
-def _one_run(name: str, required: bool, root: Path) -> dict[str, Any]:
-    clients, session = _gate_modules()
-    client = clients.CLIENTS[name]
+def _stop_warm_servers(shared_tmp: Path) -> None:
+    """End the warm servers this benchmark started (found by their TMPDIR)."""
+    marker = f"TMPDIR={shared_tmp}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if (
+                b"run_warm_server" in (entry / "cmdline").read_bytes()
+                and marker in (entry / "environ").read_bytes()
+            ):
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            continue
+
+
+def _one_run(variant: Variant, root: Path, shared_tmp: Path) -> dict[str, Any]:
+    clients, session = _gate()
+    client = clients.CLIENTS[variant.client]
+    if variant.warm:
+        base = client.env
+        client = replace(client, env=lambda layout: {**base(layout), "TMPDIR": str(shared_tmp)})
     layout = clients.Layout(root)
     layout.make()
     client.seed(layout)
-    session.wire_by_hand(client, layout, session.server_command(layout), required=required)
+    if variant.wiring == "init":
+        session.wire_with_init(client, layout)
+    else:
+        session.wire_by_hand(client, layout, session.server_command(layout), required=False)
     started = time.time()
     run = session.run_client(client, layout, [], timeout=120, tag="race")
     main = run.main_requests()
-    first = main[0]["time"] - started if main else None
     return {
         "offered": run.offered(0) == sorted(clients.TOOLS),
-        "first_request_s": first,
+        "first_request_s": main[0]["time"] - started if main else None,
         "rc": run.returncode,
     }
+
+
+def _row(variant: Variant, results: list[dict[str, Any]]) -> list[object]:
+    hits = sum(1 for r in results if r["offered"])
+    times = [r["first_request_s"] for r in results if r["first_request_s"] is not None]
+    median = round(statistics.median(times), 2) if times else "-"
+    return [variant.label, f"{hits}/{len(results)}", median, sum(1 for r in results if r["rc"] != 0)]
 
 
 def run(quick: bool) -> dict[str, Any]:
     """Run every variant ``runs`` times, interleaved, with both cores kept busy."""
     runs = 2 if quick else 10
-    clients, _ = _gate_modules()
-    for name in {variant[0] for variant in VARIANTS}:
+    clients, _ = _gate()
+    for name in {variant.client for variant in VARIANTS}:
         clients.CLIENTS[name].ensure()
-    load_before = os.getloadavg()
-    outcomes: dict[str, list[dict[str, Any]]] = {label: [] for _, label, _ in VARIANTS}
-    busy = _busy_processes()
-    try:
-        time.sleep(2)  # let the busy loops settle on the cores
-        load_busy = os.getloadavg()
-        for _ in range(runs):
-            for name, label, required in VARIANTS:
-                with tempfile.TemporaryDirectory(prefix="client-race-") as tmp:
-                    outcomes[label].append(_one_run(name, required, Path(tmp)))
-        load_after = os.getloadavg()
-    finally:
-        for process in busy:
-            process.kill()
-            process.wait()
-    rows = []
-    for _, label, _ in VARIANTS:
-        results = outcomes[label]
-        hits = sum(1 for r in results if r["offered"])
-        times = [r["first_request_s"] for r in results if r["first_request_s"] is not None]
-        median = statistics.median(times) if times else float("nan")
-        rows.append(
-            [label, f"{hits}/{len(results)}", round(median, 2), sum(1 for r in results if r["rc"] != 0)]
-        )
-    headers = [
-        "Client and entry",
-        "First request offers the 7 tools",
-        "Median s to 1st request",
-        "Nonzero exits",
-    ]
-    table = print_table("Client race under two busy processes", headers, rows)
-    loads = {"before": load_before, "busy": load_busy, "after": load_after}
+    outcomes: dict[str, list[dict[str, Any]]] = {variant.label: [] for variant in VARIANTS}
+    loads: dict[str, tuple[float, float, float]] = {"before": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="race-") as shared:
+        shared_tmp = Path(shared)
+        busy = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(2)]
+        try:
+            _start_warm_server(shared_tmp)
+            time.sleep(2)  # let the busy loops settle on the cores
+            loads["busy"] = os.getloadavg()
+            for _ in range(runs):
+                for variant in VARIANTS:
+                    with tempfile.TemporaryDirectory(prefix="client-race-") as tmp:
+                        outcomes[variant.label].append(_one_run(variant, Path(tmp), shared_tmp))
+            loads["after"] = os.getloadavg()
+        finally:
+            for process in busy:
+                process.kill()
+                process.wait()
+            _stop_warm_servers(shared_tmp)
+    rows = [_row(variant, outcomes[variant.label]) for variant in VARIANTS]
+    headers = ["Client and wiring", "1st request offers the 7 tools", "Median s to 1st request", "Exits != 0"]
+    table = print_table("Client race under two busy processes (2 cores)", headers, rows)
     print(f"\nload average (1, 5, 15 min): {loads}")
     return {"runs": runs, "table": table, "outcomes": outcomes, "loadavg": loads}
