@@ -1,24 +1,21 @@
-"""MCP over stdio: memory_search round trip at 10k facts, and process start to the first tools/list answer.
+"""MCP over stdio against the engine in-process: memory_search at 10k facts, 1 MB checkpoint resume and save.
 
-Measured against baselines from the same run:
-
-* round trip: the same queries through ``Memory.recall`` in-process (the engine's own cost), so the ratio
-  is what the MCP layer (JSON-RPC, validation, structured result, pipe) adds;
-* start-up: a bare interpreter (``python -c pass``) and the import of the MCP SDK alone
-  (``import mcp.server.mcpserver``), so the table shows how much of the start-up is the SDK import and
-  how much is ours. graymatter's CLI imports the SDK only when ``mcp serve`` runs.
-
-The server is a real ``python -m graymatter --no-daemon --dir <store> mcp serve`` subprocess driven with
-raw line-delimited JSON-RPC (no client library in the measured path).
+Each MCP call is timed interleaved with the same operation on ``Memory`` in-process (same store, same
+query or state), so machine-load drifts affect both alike and the ratio is what the MCP layer (JSON-RPC,
+validation, structured result and its text, the pipe) adds. The server is a real
+``python -m graymatter --no-daemon --dir <store> mcp serve`` subprocess, served in its own process
+(``GRAYMATTER_MCP_WARM=0``), driven with raw line-delimited JSON-RPC (no client library in the measured
+path). Start-up is measured by ``benchmarks/mcp_startup.py``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
-import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -45,17 +42,26 @@ def _build_store(n_facts: int) -> Path:
     return store
 
 
-class _StdioServer:
+class StdioServer:
     """A graymatter MCP stdio server subprocess with a line reader thread."""
 
-    def __init__(self, store: Path) -> None:
+    def __init__(self, store: Path, *, command: list[str] | None = None, warm: bool = False) -> None:
+        argv = command or [
+            sys.executable,
+            "-m",
+            "graymatter",
+            "--no-daemon",
+            "--dir",
+            str(store),
+            "mcp",
+            "serve",
+        ]
+        env = subprocess_env(
+            GRAYMATTER_OLLAMA_URL="http://127.0.0.1:9", GRAYMATTER_MCP_WARM="1" if warm else "0"
+        )
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "graymatter", "--no-daemon", "--dir", str(store), "mcp", "serve"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=subprocess_env(GRAYMATTER_OLLAMA_URL="http://127.0.0.1:9"),
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
@@ -84,8 +90,8 @@ class _StdioServer:
             if message.get("id") == request_id:
                 return message
 
-    def handshake_and_list(self) -> float:
-        """Seconds from process start to the tools/list answer (initialize, initialized, tools/list)."""
+    def handshake_and_list(self) -> tuple[float, float, int]:
+        """Seconds from process start to the initialize and the tools/list answers, and the tool count."""
         init = self.send(
             "initialize",
             {
@@ -95,18 +101,21 @@ class _StdioServer:
             },
         )
         self.answer(init)
+        initialized = time.perf_counter() - self.started
         self.send("notifications/initialized", notify=True)
         listed = self.answer(self.send("tools/list"))
         elapsed = time.perf_counter() - self.started
-        if len(listed["result"]["tools"]) != 7:
-            raise RuntimeError("tools/list did not return the seven tools")
-        return elapsed
+        return initialized, elapsed, len(listed["result"]["tools"])
+
+    def call(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One tools/call; its answer (raises on a JSON-RPC or tool error)."""
+        answer = self.answer(self.send("tools/call", {"name": name, "arguments": arguments}))
+        if "error" in answer or answer["result"].get("isError"):
+            raise RuntimeError(f"{name} failed over MCP: {json.dumps(answer)[:300]}")
+        return answer
 
     def search(self, query: str) -> dict[str, Any]:
-        request = self.send(
-            "tools/call", {"name": "memory_search", "arguments": {"agent_id": AGENT, "query": query}}
-        )
-        return self.answer(request)
+        return self.call("memory_search", {"agent_id": AGENT, "query": query})
 
     def close(self) -> None:
         assert self.process.stdin is not None
@@ -118,41 +127,57 @@ class _StdioServer:
             self.process.wait()
 
 
-def _time_process(code: str, repeats: int) -> list[float]:
-    """Seconds from process start until ``code`` has run (interpreter shutdown excluded, like the server)."""
-    timings = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        child = subprocess.Popen(
-            [sys.executable, "-c", f"{code}\nprint('ready', flush=True)"],
-            stdout=subprocess.PIPE,
-            env=subprocess_env(),
-        )
-        assert child.stdout is not None
-        if child.stdout.readline().strip() != b"ready":
-            raise RuntimeError(f"benchmark child failed: {code}")
-        timings.append(time.perf_counter() - start)
-        child.wait()
-    return timings
+def one_megabyte_state(shape: str = "structured") -> dict[str, Any]:
+    """A checkpoint state of about 1 MB of JSON, in one of two shapes.
+
+    ``structured``: an agent's working state, 6,000 small records (turns with tool calls, touched files),
+    so decoding it is most of the work. ``text``: 1,000 turns of ~1 kB of prose, so it is mostly copying.
+    """
+    if shape == "text":
+        turns = [
+            {
+                "role": "user" if i % 2 else "assistant",
+                "turn": i,
+                "content": f"Schritt {i}: " + "lorem ipsum " * 83,
+            }
+            for i in range(1000)
+        ]
+        return {"task": "benchmark", "progress": {"done": 500, "todo": 500}, "messages": turns}
+    turns = [
+        {
+            "role": "assistant" if i % 2 else "user",
+            "turn": i,
+            "content": f"Step {i}: checked the fixture, next the parser (ü).",
+            "tool_calls": [{"name": "read_file", "arguments": {"path": f"src/mod_{i % 97}.py", "line": i}}],
+            "tokens": {"input": 1000 + i, "output": 50 + i % 13},
+        }
+        for i in range(2500)
+    ]
+    files = [
+        {"path": f"src/pkg_{i % 31}/mod_{i}.py", "sha": f"{i:040x}", "edited": i % 3 == 0}
+        for i in range(3500)
+    ]
+    return {"task": "benchmark", "progress": {"done": 1250, "todo": 1250}, "messages": turns, "files": files}
 
 
-def _median_ms(values: list[float]) -> float:
-    return round(statistics.median(values) * 1000, 1)
+def _ratio_rows(label: str, engine: list[float], over_mcp: list[float]) -> list[list[Any]]:
+    keys = ("p50_ms", "p90_ms", "mean_ms")
+    engine_stats, mcp_stats = latency_summary(engine), latency_summary(over_mcp)
+    return [
+        [f"{label}: in-process (baseline)", *(engine_stats[k] for k in keys)],
+        [f"{label}: MCP over stdio", *(mcp_stats[k] for k in keys)],
+        [
+            f"{label}: ratio MCP / in-process",
+            *(round(mcp_stats[k] / max(engine_stats[k], 1e-9), 2) for k in keys),
+        ],
+    ]
 
 
-def run(quick: bool) -> dict[str, Any]:
-    """Run the MCP stdio benchmarks and print their tables."""
-    n_facts = 2_000 if quick else 10_000
-    n_queries = 40 if quick else 300
-    start_repeats = 3 if quick else 9
-    store = _build_store(n_facts)
-    queries = generate_queries(n_queries, seed=7)
-
-    # Round trip over stdio vs. the engine in-process, same store and queries.
+def _search_round_trips(store: Path, queries: list[str]) -> tuple[list[float], list[float], int]:
+    """Interleaved (engine, MCP) memory_search timings per query, after a warm-up of ten."""
     from graymatter.engine.memory import Memory
 
-    # Interleaved (engine, MCP) per query, so machine load drifts affect both alike.
-    server = _StdioServer(store)
+    server = StdioServer(store)
     engine: list[float] = []
     over_mcp: list[float] = []
     hits = 0
@@ -172,75 +197,83 @@ def run(quick: bool) -> dict[str, Any]:
                 hits += answer["result"]["structuredContent"]["count"] > 0
     finally:
         server.close()
-    engine_stats, mcp_stats = latency_summary(engine), latency_summary(over_mcp)
-    roundtrip = print_table(
-        f"memory_search round trip over stdio at {n_facts:,} facts ({n_queries} queries, sequential)",
-        ["path", "p50 ms", "p90 ms", "p99 ms", "mean ms"],
-        [
-            [
-                "Memory.recall in-process (baseline)",
-                *(engine_stats[k] for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms")),
-            ],
-            ["MCP tools/call over stdio", *(mcp_stats[k] for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms"))],
-            [
-                "ratio MCP / engine",
-                *(
-                    round(mcp_stats[k] / max(engine_stats[k], 1e-9), 2)
-                    for k in ("p50_ms", "p90_ms", "p99_ms", "mean_ms")
-                ),
-            ],
-        ],
-    )
+    return engine, over_mcp, hits
 
-    # Start-up: process start to the first tools/list answer, with its baselines.
-    bare = _time_process("pass", start_repeats)
-    sdk = _time_process("import mcp.server.mcpserver", start_repeats)
-    ours = _time_process(
-        "import graymatter.faces.cli.main, graymatter.faces.mcp_server.server, graymatter.engine.memory",
-        start_repeats,
-    )
-    first_list = []
-    for _ in range(start_repeats):
-        server = _StdioServer(store)
+
+def _checkpoint_round_trips(repeats: int, shape: str) -> dict[str, list[float]]:
+    """Interleaved 1 MB checkpoint resume and save: in-process ``Memory`` against MCP over stdio."""
+    from graymatter.engine.memory import Memory
+
+    state = one_megabyte_state(shape)
+    timings: dict[str, list[float]] = {
+        "resume_engine": [],
+        "resume_mcp": [],
+        "save_engine": [],
+        "save_mcp": [],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "store"
+        with Memory(store) as memory:
+            memory.checkpoint_save(AGENT, state)
+        server = StdioServer(store)
         try:
-            first_list.append(server.handshake_and_list())
+            server.handshake_and_list()
+            with Memory(store) as memory:
+                for i in range(repeats + 2):
+                    t0 = time.perf_counter()
+                    memory.checkpoint_latest(AGENT)
+                    t1 = time.perf_counter()
+                    answer = server.call("checkpoint_resume", {"agent_id": AGENT})
+                    t2 = time.perf_counter()
+                    memory.checkpoint_save(AGENT, state)
+                    t3 = time.perf_counter()
+                    server.call("checkpoint_save", {"agent_id": AGENT, "state": json.dumps(state)})
+                    t4 = time.perf_counter()
+                    if answer["result"]["structuredContent"]["state"] != state:
+                        raise RuntimeError("checkpoint_resume returned another state")
+                    if i >= 2:  # two warm-up rounds
+                        timings["resume_engine"].append(t1 - t0)
+                        timings["resume_mcp"].append(t2 - t1)
+                        timings["save_engine"].append(t3 - t2)
+                        timings["save_mcp"].append(t4 - t3)
         finally:
             server.close()
-    startup_rows = [
-        ["python -c pass (baseline)", _median_ms(bare), 1.0],
-        [
-            "import mcp.server.mcpserver (SDK alone)",
-            _median_ms(sdk),
-            round(statistics.median(sdk) / statistics.median(bare), 1),
-        ],
-        [
-            "import graymatter cli + mcp_server + memory (no SDK)",
-            _median_ms(ours),
-            round(statistics.median(ours) / statistics.median(bare), 1),
-        ],
-        [
-            "graymatter mcp serve: start -> tools/list answer",
-            _median_ms(first_list),
-            round(statistics.median(first_list) / statistics.median(bare), 1),
-        ],
-    ]
-    startup = print_table(
-        f"Start-up to the first tools/list answer (median of {start_repeats})",
-        ["measurement", "median ms", "x bare python"],
-        startup_rows,
+    return timings
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Run the MCP stdio round-trip benchmarks and print their table."""
+    n_facts = 2_000 if quick else 10_000
+    n_queries = 40 if quick else 300
+    repeats = 5 if quick else 15
+    store = _build_store(n_facts)
+    engine, over_mcp, hits = _search_round_trips(store, generate_queries(n_queries, seed=7))
+    rows = _ratio_rows(f"memory_search, {n_facts:,} facts", engine, over_mcp)
+    checkpoints: dict[str, dict[str, list[float]]] = {}
+    sizes: dict[str, int] = {}
+    for shape in ("structured", "text"):
+        checkpoints[shape] = timings = _checkpoint_round_trips(repeats, shape)
+        sizes[shape] = size = len(json.dumps(one_megabyte_state(shape)).encode())
+        for op in ("resume", "save"):
+            label = f"checkpoint_{op}, {size / 1e6:.2f} MB {shape}"
+            rows += _ratio_rows(label, timings[f"{op}_engine"], timings[f"{op}_mcp"])
+    table = print_table(
+        f"MCP over stdio vs in-process ({n_queries} searches, {repeats} checkpoint rounds, interleaved; "
+        f"load average {os.getloadavg()[0]:.2f})",
+        ["operation", "p50 ms", "p90 ms", "mean ms"],
+        rows,
     )
     return {
         "facts": n_facts,
         "queries": n_queries,
         "queries_with_hits": hits,
-        "roundtrip_engine": engine_stats,
-        "roundtrip_mcp_stdio": mcp_stats,
-        "startup_ms": {
-            "python_bare": _median_ms(bare),
-            "import_mcp_sdk": _median_ms(sdk),
-            "import_graymatter_without_sdk": _median_ms(ours),
-            "start_to_tools_list": _median_ms(first_list),
-            "start_to_tools_list_all": [round(s * 1000, 1) for s in first_list],
+        "checkpoint_bytes": sizes,
+        "load_average": list(os.getloadavg()),
+        "roundtrip_engine": latency_summary(engine),
+        "roundtrip_mcp_stdio": latency_summary(over_mcp),
+        "checkpoint": {
+            shape: {name: latency_summary(values) for name, values in timings.items()}
+            for shape, timings in checkpoints.items()
         },
-        "tables": [roundtrip, startup],
+        "tables": [table],
     }

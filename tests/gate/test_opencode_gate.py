@@ -54,7 +54,7 @@ SEED_CASES = [
         {"agent_id": AGENT, "on_missing": "empty"},
         "completed",
         "structured-empty",
-        f'No checkpoint saved for agent "{AGENT}" yet.',
+        json.dumps({"found": False, "agent_id": AGENT}, separators=(",", ":")),
     ),
     Case(
         "Save a synthetic checkpoint",
@@ -123,7 +123,6 @@ TOOL_CASES = [
         {"agent_id": EMPTY_AGENT, "query": "zebra quantum marmalade"},
         "completed",
         "structured",
-        f'No memories found for agent "{EMPTY_AGENT}" matching "zebra quantum marmalade".',
     ),
     Case(
         "memory_search explain",
@@ -223,6 +222,13 @@ def _surface(part: dict[str, Any]) -> str:
     return str(state.get("output") if state.get("status") == "completed" else state.get("error"))
 
 
+def _parsed(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
 def judge(run: GateRun, cases: list[Case], *, negative: bool = False) -> tuple[list[list[str]], list[str]]:
     """The printable case table and every mismatch found."""
     rows: list[list[str]] = []
@@ -252,6 +258,8 @@ def judge(run: GateRun, cases: list[Case], *, negative: bool = False) -> tuple[l
         status = (part or {}).get("state", {}).get("status", "missing")
         surfaced = _surface(part) if part else ""
         client_ok = status == case.status and (case.text is None or surfaced == case.text)
+        if case.wire != "error" and status == "completed":  # the text is the structured result's JSON
+            client_ok = client_ok and _parsed(surfaced) == mcp_result.get("structuredContent")
         if negative:
             client_ok = client_ok and all(
                 fragment in surfaced

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import anyio
@@ -25,7 +26,9 @@ class Session:
         Draft202012Validator.check_schema(schema)
         errors = sorted(Draft202012Validator(schema).iter_errors(result.structured_content), key=str)
         assert not errors, f"{name}: structuredContent violates its schema: {errors[0]}"
-        assert text.strip(), f"{name} success without text"
+        assert [block.type for block in result.content] == ["text"], f"{name}: one text block expected"
+        assert json.loads(text) == result.structured_content, f"{name}: text is not the structured result"
+        assert "\n" not in text and not text.startswith(("{ ", '{"\n')), f"{name}: text is not compact JSON"
         return result.structured_content, text
 
     async def error(self, name: str, arguments: dict[str, Any]) -> str:

@@ -37,13 +37,12 @@ def test_search_add_alias_batch_success_paths(connect: Any, agent: str) -> None:
     async def body(s: Session) -> None:
         empty, text = await s.ok("memory_search", {"agent_id": agent, "query": "deploy script"})
         assert empty["count"] == 0 and empty["facts"] == []
-        assert text == f'No memories found for agent "{agent}" matching "deploy script".'
+        assert text == json.dumps(empty, separators=(",", ":"), ensure_ascii=False)  # compact, same order
 
         added, text = await s.ok(
             "memory_add", {"agent_id": agent, "text": "The deploy script is tools/deploy.sh."}
         )
         assert added["stored"] is True and added["agent_id"] == agent and added["confidence"] == "inferred"
-        assert added["fact_id"] in text
         verified, _ = await s.ok(
             "memory_add", {"agent_id": agent, "text": "Releases ship on Fridays.", "confidence": "verified"}
         )
@@ -53,10 +52,6 @@ def test_search_add_alias_batch_success_paths(connect: Any, agent: str) -> None:
         assert hits["count"] == len(hits["facts"]) >= 1
         assert hits["facts"][0]["id"] == added["fact_id"]
         assert hits["facts"][0]["text"] == "The deploy script is tools/deploy.sh."
-        assert text.startswith(f"Found {hits['count']} relevant memor")
-        assert "The deploy script is tools/deploy.sh." in text
-        for fact in hits["facts"]:  # the text carries what the structured result carries
-            assert all(str(fact[key]) in text for key in ("id", "text", "confidence", "created_at"))
 
         explained, text = await s.ok(
             "memory_search", {"agent_id": agent, "query": "deploy script", "explain": True}
@@ -65,7 +60,6 @@ def test_search_add_alias_batch_success_paths(connect: Any, agent: str) -> None:
         assert receipt["fact_id"] == explained["facts"][0]["id"]
         assert receipt["ranks"]["keyword_rank"] >= 1
         assert receipt["interface"] == "mcp" and receipt["client"]  # provenance: the handshake's clientInfo
-        assert "keyword_rank" in text
 
         batch, text = await s.ok(
             "memory_search_batch", {"agent_id": agent, "queries": ["deploy script", "  ", "releases Fridays"]}
@@ -97,11 +91,10 @@ def test_checkpoint_save_and_resume_found_and_empty(connect: Any, agent: str) ->
     async def body(s: Session) -> None:
         absent, text = await s.ok("checkpoint_resume", {"agent_id": agent, "on_missing": "empty"})
         assert absent == {"found": False, "agent_id": agent}
-        assert text == f'No checkpoint saved for agent "{agent}" yet.'
+        assert text == f'{{"found":false,"agent_id":{json.dumps(agent)}}}'
 
         saved, text = await s.ok("checkpoint_save", {"agent_id": agent, "state": json.dumps(state)})
         assert saved["agent_id"] == agent and saved["created_at"].endswith("Z")
-        assert saved["checkpoint_id"] in text
 
         for arguments in (
             {"agent_id": agent},
@@ -114,8 +107,7 @@ def test_checkpoint_save_and_resume_found_and_empty(connect: Any, agent: str) ->
                 "created_at": saved["created_at"],
                 "state": state,
             }
-            assert text.startswith(f'Checkpoint "{saved["checkpoint_id"]}" restored for agent "{agent}".\n')
-            assert json.dumps(state, indent=2, ensure_ascii=False) in text
+            assert '"é"' in text  # UTF-8, not escaped
 
         default_state, _ = await s.ok("checkpoint_save", {"agent_id": agent})
         latest, _ = await s.ok("checkpoint_resume", {"agent_id": agent})

@@ -59,7 +59,7 @@ def test_seed_table_in_one_session(store_dir: Path) -> None:
             # 1. missing checkpoint, on_missing "empty": success, found false
             r1 = await _call(client, "checkpoint_resume", {"agent_id": agent, "on_missing": "empty"})
             assert not r1.is_error and r1.structured_content == {"found": False, "agent_id": agent}
-            assert r1.content[0].text == f'No checkpoint saved for agent "{agent}" yet.'
+            assert r1.content[0].text == f'{{"found":false,"agent_id":"{agent}"}}'
             validator.validate(r1.structured_content)
             # 2. save a synthetic checkpoint
             r2 = await _call(client, "checkpoint_save", {"agent_id": agent, "state": json.dumps(state)})

@@ -1,12 +1,10 @@
-"""Result shaping: engine records as the published result models, and the equivalent text the model reads."""
+"""Result shaping: engine records as the published result models (their compact JSON is the text content)."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
-
-from pydantic import BaseModel
 
 from graymatter.faces.mcp_server.schemas import (
     CheckpointResumeResult,
@@ -60,38 +58,10 @@ def receipt(hit: RecallExplanation) -> ReceiptResult:
     )
 
 
-def fact_lines(facts: list[FactResult]) -> list[str]:
-    """One numbered line per fact, carrying every field of its structured form."""
-    return [
-        f"{i}. {f.text} (id {f.id}, score {f.score:.4f}"
-        f"{'' if f.relevance is None else f', relevance {f.relevance:.2f}'}, "
-        f"{f.confidence}{', pinned' if f.pinned else ''}, written {f.created_at})"
-        for i, f in enumerate(facts, 1)
-    ]
-
-
-def receipt_lines(receipts: list[ReceiptResult]) -> list[str]:
-    """One numbered line per receipt: the signal ranks, the fused and final scores, the writer."""
-    return [
-        f"{i}. keyword_rank {r.ranks.keyword_rank}, vector_rank {r.ranks.vector_rank}, "
-        f"recency_rank {r.ranks.recency_rank}, fused {r.ranks.fused_score:.6f}, "
-        f"final {r.ranking.final_score:.6f}, written by {r.interface}"
-        for i, r in enumerate(receipts, 1)
-    ]
-
-
-def resumed(checkpoint: Checkpoint) -> tuple[BaseModel, str]:
-    """A restored checkpoint: its result model and its text (state pretty-printed)."""
+def resumed(checkpoint: Checkpoint) -> CheckpointResumeResult:
+    """A restored checkpoint as published."""
     created = rfc3339(checkpoint.created_at)
     count = checkpoint.message_count or None
-    payload = CheckpointResumeResult(
+    return CheckpointResumeResult(
         id=checkpoint.id, created_at=created, state=checkpoint.state, message_count=count
     )
-    state = json.dumps(checkpoint.state, indent=2, ensure_ascii=False, sort_keys=False)
-    text = (
-        f"Checkpoint {quote(checkpoint.id)} restored for agent {quote(checkpoint.agent_id)}.\n"
-        f"Created: {created}\nState:\n{state}\n"
-    )
-    if count:
-        text += f"Messages: {count} turns\n"
-    return payload, text

@@ -5,8 +5,9 @@ in docs/decisions/0001-checkpoint-resume-on-missing.md:
 
 * every tool publishes a flat input schema and an output schema generated from pydantic models
   (root ``"type": "object"``, every result shape ``additionalProperties: false``);
-* every success returns structuredContent that validates, plus equivalent text; every error is a text-only
-  ``isError`` result with no structuredContent key;
+* every success returns structuredContent that validates, and the same object as compact JSON text (clients
+  that show the model only the text see the same information); every error is a text-only ``isError``
+  result with no structuredContent key;
 * ``checkpoint_resume`` takes ``on_missing`` (``"error"`` default, or ``"empty"``) as ADR 0001 specifies.
 
 What is published (instructions, tool specs) lives in :mod:`graymatter.faces.mcp_server.specs`, the argument
@@ -41,15 +42,40 @@ if TYPE_CHECKING:
     from graymatter.engine.memory_api import MemoryAPI
 
 
-def _tool_call_result(payload: BaseModel | None, text: str, *, error: bool = False) -> CallToolResult:
+PASS_THROUGH = frozenset({"state"})
+"""Result fields whose values are JSON data already (a checkpoint's state, decoded from JSON by the store):
+sent as they are instead of being walked again by pydantic (about 10 ms for a 1 MB state)."""
+
+
+def _structured(payload: BaseModel) -> dict[str, Any]:
+    """``payload`` as JSON data in field order, without ``None`` fields, :data:`PASS_THROUGH` ones as is."""
+    fields = type(payload).model_fields
+    raw = {name: getattr(payload, name) for name in PASS_THROUGH & fields.keys()}
+    dumped = payload.model_dump(mode="json", exclude_none=True, exclude=set(raw))
+    return {
+        name: raw[name] if name in raw else dumped[name] for name in fields if name in raw or name in dumped
+    }
+
+
+def _success(payload: BaseModel) -> CallToolResult:
+    """A success: the result model dumped once, as structuredContent and as its compact JSON text.
+
+    The payload is already a validated result model, so the SDK is not asked to validate it again (the
+    tools register no output model, see :func:`_registered_tool`).
+    """
+    from mcp_types import CallToolResult, TextContent
+    from pydantic_core import to_json
+
+    structured = _structured(payload)
+    text = to_json(structured).decode()
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def _failure(text: str) -> CallToolResult:
+    """A failure: text only, ``isError``, no structuredContent key."""
     from mcp_types import CallToolResult, TextContent
 
-    content = [TextContent(type="text", text=text)]
-    if error or payload is None:
-        return CallToolResult(content=content, is_error=True)
-    return CallToolResult(
-        content=content, structured_content=payload.model_dump(mode="json", exclude_none=True)
-    )
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
 
 def _client_provenance(ctx: Any) -> Provenance:
@@ -73,10 +99,10 @@ def _tool_body(spec: ToolSpec, tools: GraymatterTools) -> Callable[..., CallTool
     def body(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         try:
             parsed = validate_arguments(spec.name, spec.arguments, arguments)
-            payload, text = method(parsed, _client_provenance(ctx))
+            payload = method(parsed, _client_provenance(ctx))
         except Exception as exc:  # every failure becomes a text-only tool error
-            return _tool_call_result(None, error_text(spec.name, exc), error=True)
-        return _tool_call_result(payload, text)
+            return _failure(error_text(spec.name, exc))
+        return _success(payload)
 
     body.__name__ = spec.name
     return body
@@ -110,9 +136,8 @@ def _registered_tool(spec: ToolSpec, tools: GraymatterTools, raw_arguments: type
         idempotent_hint=spec.read_only,
         open_world_hint=False,
     )
-    metadata = FuncMetadata(
-        arg_model=raw_arguments, output_schema=spec.output_schema, output_model=spec.output_model
-    )
+    # Published, not re-validated: every payload is built as the result model (see _tool_call_result).
+    metadata = FuncMetadata(arg_model=raw_arguments, output_schema=spec.output_schema, output_model=None)
     return Tool(
         fn=_tool_body(spec, tools),
         name=spec.name,

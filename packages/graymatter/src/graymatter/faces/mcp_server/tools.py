@@ -1,7 +1,7 @@
 """The seven MCP tool bodies: call :class:`Memory` with validated arguments and shape the result.
 
-Each body returns ``(payload, text)``: a result model from :mod:`graymatter.faces.mcp_server.schemas` (sent as
-structuredContent) and the equivalent text the model reads. A contract failure raises
+Each body returns a result model from :mod:`graymatter.faces.mcp_server.schemas`, sent as structuredContent
+and, as its compact JSON, as the text content (the server does both). A contract failure raises
 :class:`graymatter.errors.ToolFailure`, whose message is sent word for word as a text-only ``isError``
 result; other errors are worded by :mod:`graymatter.faces.mcp_server.failures`.
 """
@@ -19,11 +19,9 @@ from graymatter.errors import GraymatterError, NoCheckpoint, NotFound, ToolFailu
 from graymatter.faces.mcp_server.arguments import non_blank, parse_state, require_agent_id, required
 from graymatter.faces.mcp_server.failures import first_line
 from graymatter.faces.mcp_server.results import (
-    fact_lines,
     fact_result,
     quote,
     receipt,
-    receipt_lines,
     resumed,
     rfc3339,
 )
@@ -56,18 +54,18 @@ if TYPE_CHECKING:
     )
     from graymatter.models import Provenance, RecallHit
 
-Outcome = tuple[dict[str, Any], str]
+Outcome = dict[str, Any]
 
 
 class GraymatterTools:
-    """The seven tool bodies over one Memory; each returns ``(payload, text)`` or raises ToolFailure."""
+    """The seven tool bodies over one Memory; each returns its result model or raises ToolFailure."""
 
     def __init__(self, memory: MemoryAPI) -> None:
         self.memory = memory
 
     # -- searches -------------------------------------------------------------------------------------------
 
-    def memory_search(self, args: MemorySearchArguments, provenance: Provenance) -> tuple[BaseModel, str]:
+    def memory_search(self, args: MemorySearchArguments, provenance: Provenance) -> BaseModel:
         agent_id = require_agent_id(args.agent_id)
         query = non_blank(args.query, "query")
         top_k, floor, weight = args.top_k, args.min_confidence, args.confidence_weight
@@ -99,18 +97,9 @@ class GraymatterTools:
             retrieval=retrieval,
             feedback=None if weak is None else FeedbackResult(**weak.model_dump()),
         )
-        if not facts:  # the empty text is part of the contract; its feedback is in structuredContent
-            return payload, f"No memories found for agent {quote(agent_id)} matching {quote(query)}."
-        tail = [] if weak is None else ["", weak.message]
-        noun = "memory" if len(facts) == 1 else "memories"
-        lines = [f"Found {len(facts)} relevant {noun} for agent {quote(agent_id)}:", "", *fact_lines(facts)]
-        if explained:
-            lines += ["", "Receipts:", *receipt_lines(explained)]
-        return payload, "\n".join([*lines, *tail])
+        return payload
 
-    def memory_search_batch(
-        self, args: MemorySearchBatchArguments, provenance: Provenance
-    ) -> tuple[BaseModel, str]:
+    def memory_search_batch(self, args: MemorySearchBatchArguments, provenance: Provenance) -> BaseModel:
         agent_id = require_agent_id(args.agent_id)
         queries = [q for q in args.queries if q.strip()]
         if not queries:
@@ -132,20 +121,11 @@ class GraymatterTools:
         payload = MemorySearchBatchResult(
             agent_id=agent_id, count=len(merged), merged=merged, per_query=per_query
         )
-        lines = [
-            f"Found {len(merged)} distinct memories for agent {quote(agent_id)} across {len(per_query)} "
-            "queries."
-        ]
-        for item in per_query:
-            lines += ["", f"Query {quote(item.query)}: {item.count} found"]
-            if item.error:
-                lines.append(f"  error: {item.error}")
-            lines += ["  " + line for line in fact_lines(item.facts)]
-        return payload, "\n".join(lines)
+        return payload
 
     # -- writes ---------------------------------------------------------------------------------------------
 
-    def memory_add(self, args: MemoryAddArguments, provenance: Provenance) -> tuple[BaseModel, str]:
+    def memory_add(self, args: MemoryAddArguments, provenance: Provenance) -> BaseModel:
         agent_id = require_agent_id(args.agent_id)
         fact = self.memory.remember(
             agent_id,
@@ -154,47 +134,35 @@ class GraymatterTools:
             provenance=provenance,
             session=args.session,
         )
-        payload = MemoryAddResult(agent_id=agent_id, stored=True, fact_id=fact.id, confidence=fact.confidence)
-        return payload, (
-            f"Memory stored for agent {quote(agent_id)} (fact {fact.id}, confidence {fact.confidence})."
-        )
+        return MemoryAddResult(agent_id=agent_id, stored=True, fact_id=fact.id, confidence=fact.confidence)
 
-    def memory_alias(self, args: MemoryAliasArguments, provenance: Provenance) -> tuple[BaseModel, str]:
+    def memory_alias(self, args: MemoryAliasArguments, provenance: Provenance) -> BaseModel:
         agent_id = require_agent_id(args.agent_id)
         term = non_blank(args.term, "term")
         equivalents = [e for e in args.equivalents if e.strip()]
         if not equivalents:
             raise ToolFailure("equivalents must contain at least one non-blank term")
         fact = self.memory.alias(agent_id, term, equivalents, provenance=provenance)
-        payload = MemoryAliasResult(
+        return MemoryAliasResult(
             agent_id=agent_id, term=term, equivalents=equivalents, stored=True, fact_id=fact.id
         )
-        joined = ", ".join(quote(e) for e in equivalents)
-        return (
-            payload,
-            f"Alias stored for agent {quote(agent_id)}: {quote(term)} = {joined} (fact {fact.id}).",
-        )
 
-    def checkpoint_save(self, args: CheckpointSaveArguments, provenance: Provenance) -> tuple[BaseModel, str]:
+    def checkpoint_save(self, args: CheckpointSaveArguments, provenance: Provenance) -> BaseModel:
         agent_id = require_agent_id(args.agent_id)
         state = parse_state(args.state)
         checkpoint = self.memory.checkpoint_save(
             agent_id, state, metadata={"source": "mcp"}, provenance=provenance
         )
         created = rfc3339(checkpoint.created_at)
-        payload = CheckpointSaveResult(agent_id=agent_id, checkpoint_id=checkpoint.id, created_at=created)
-        return payload, f"Checkpoint {quote(checkpoint.id)} saved for agent {quote(agent_id)} at {created}."
+        return CheckpointSaveResult(agent_id=agent_id, checkpoint_id=checkpoint.id, created_at=created)
 
-    def checkpoint_resume(
-        self, args: CheckpointResumeArguments, provenance: Provenance
-    ) -> tuple[BaseModel, str]:
+    def checkpoint_resume(self, args: CheckpointResumeArguments, provenance: Provenance) -> BaseModel:
         agent_id = require_agent_id(args.agent_id)
         try:
             checkpoint = self.memory.checkpoint_latest(agent_id)
         except NoCheckpoint as exc:
             if args.on_missing == "empty":
-                empty = CheckpointResumeEmpty(found=False, agent_id=agent_id)
-                return empty, f"No checkpoint saved for agent {quote(agent_id)} yet."
+                return CheckpointResumeEmpty(found=False, agent_id=agent_id)
             quoted = quote(agent_id)
             raise ToolFailure(
                 f"no checkpoint found for agent {quoted}: no checkpoints for agent {quoted}"
@@ -205,7 +173,7 @@ class GraymatterTools:
 
     # -- memory_reflect -------------------------------------------------------------------------------------
 
-    def memory_reflect(self, args: MemoryReflectArguments, provenance: Provenance) -> tuple[BaseModel, str]:
+    def memory_reflect(self, args: MemoryReflectArguments, provenance: Provenance) -> BaseModel:
         agent = args.agent_id if args.agent_id is not None else args.agent
         if agent is None:  # validate_arguments already refused this; kept for the type checker
             raise ToolFailure("agent_id is required")
@@ -217,17 +185,14 @@ class GraymatterTools:
         act = {"add": self._reflect_add, "update": self._reflect_update, "link": self._reflect_link}.get(
             action, self._reflect_exact_text
         )
-        outcome, text = act(agent, args, provenance)
-        payload = MemoryReflectResult(action=action, agent=agent, ok=True, **outcome)
-        return payload, text
+        return MemoryReflectResult(action=action, agent=agent, ok=True, **act(agent, args, provenance))
 
     def _reflect_add(self, agent: str, args: MemoryReflectArguments, provenance: Provenance) -> Outcome:
         text = required(args.text, "text", "add")
         fact = self.memory.remember(
             agent, text, confidence=args.confidence or "inferred", provenance=provenance
         )
-        outcome = {"fact_id": fact.id, "confidence": fact.confidence, "affected_ids": []}
-        return outcome, f"Added fact for agent {quote(agent)} (fact {fact.id})."
+        return {"fact_id": fact.id, "confidence": fact.confidence, "affected_ids": []}
 
     def _reflect_update(self, agent: str, args: MemoryReflectArguments, provenance: Provenance) -> Outcome:
         old = required(args.target, "target", "update")
@@ -237,15 +202,7 @@ class GraymatterTools:
         except NotFound as exc:
             raise ToolFailure(f"target fact not found: {quote(old)}") from exc
         replaced = list(revision.superseded_ids)
-        outcome = {
-            "fact_id": revision.fact.id,
-            "confidence": revision.fact.confidence,
-            "affected_ids": replaced,
-        }
-        text = (
-            f"Updated fact for agent {quote(agent)}: {len(replaced)} superseded by fact {revision.fact.id}."
-        )
-        return outcome, text
+        return {"fact_id": revision.fact.id, "confidence": revision.fact.confidence, "affected_ids": replaced}
 
     def _reflect_link(self, agent: str, args: MemoryReflectArguments, provenance: Provenance) -> Outcome:
         source = required(args.text, "text", "link")
@@ -253,9 +210,7 @@ class GraymatterTools:
         relation = args.relation or DEFAULT_RELATION
         edge = self.memory.link(agent, source, target, relation=relation, provenance=provenance)
         link = LinkResult(source=edge.source, target=edge.target, relation=edge.relation)
-        arrow = f"{quote(edge.source)} → {quote(edge.target)}"
-        text = f"Linked {arrow} ({edge.relation}) for agent {quote(agent)}."
-        return {"affected_ids": [], "link": link}, text
+        return {"affected_ids": [], "link": link}
 
     def _reflect_exact_text(
         self, agent: str, args: MemoryReflectArguments, provenance: Provenance
@@ -268,15 +223,7 @@ class GraymatterTools:
             affected = list(operation(agent, exact))
         except NotFound as exc:
             raise ToolFailure(f"target fact not found: {quote(exact)}") from exc
-        if action == "forget":
-            return {
-                "affected_ids": affected
-            }, f"Fact suppressed for agent {quote(agent)} ({len(affected)} matching)."
-        text = (
-            f"Fact {action} for agent {quote(agent)} ({len(affected)} matching). "
-            "Pinned facts are exempt from decay, pruning and summarisation."
-        )
-        return {"affected_ids": affected}, text
+        return {"affected_ids": affected}
 
 
 def _merge(per_query: list[QueryResult]) -> list[FactResult]:
