@@ -135,4 +135,4 @@ def remove(text: str, prefix: str = "") -> str | None:
                 before = before[: -len(blank) // 2]
                 break
     rest = before + after
-    return None if rest in ("", prefix) else rest
+    return None if rest.strip() in ("", prefix.strip()) else rest

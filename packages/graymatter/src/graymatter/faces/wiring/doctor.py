@@ -38,7 +38,11 @@ def _store(store_dir: Path, env: Mapping[str, str]) -> list[Check]:
     if not database.is_file():
         return [Check("store", "info", f"{store_dir} does not exist yet; it is created on the first write")]
     try:
-        connection = sqlite3.connect(f"{database.resolve().as_uri()}?mode=ro", uri=True)
+        # No write-ahead log: everything is in the main file, read it as immutable (SQLite then creates no
+        # -wal/-shm files). With a log a writer may be live: an ordinary read-only connection.
+        wal = database.with_name(database.name + "-wal").exists()
+        uri = f"{database.resolve().as_uri()}?{'mode=ro' if wal else 'immutable=1'}"
+        connection = sqlite3.connect(uri, uri=True)
         try:
             version = connection.execute("PRAGMA user_version").fetchone()[0]
             facts = connection.execute("SELECT count(*) FROM facts").fetchone()[0]
@@ -91,13 +95,18 @@ def _edit_check(context: WiringContext, edit: Edit, fix: str) -> Check | None:
     name = f"{context.client.name}: {edit.label}"
     try:
         text = read_text(edit.path)
+        if isinstance(edit, BlockEdit):
+            state = blocks.state(text)
+            return (
+                Check(name, "ok", str(edit.path))
+                if state == "current"
+                else _block_check(name, edit, text, fix)
+            )
         if text is not None and install_text(edit, text) == text:
             return Check(name, "ok", str(edit.path))
         found = present(edit, text)
     except GraymatterError as exc:
         return Check(name, "fail", f"{edit.path}: {exc}", f"fix the file by hand, then: {fix}")
-    if isinstance(edit, BlockEdit):
-        return _block_check(name, edit, text, fix)
     if found is None:
         return Check(name, "warn", f"missing in {edit.path}", fix)
     expected = getattr(edit, "value", None)

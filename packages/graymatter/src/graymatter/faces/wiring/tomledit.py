@@ -100,7 +100,11 @@ def _block(lines: list[str], path: Sequence[str]) -> tuple[int, int] | None:
 
 
 def _checked(new: str, expected: dict[str, Any]) -> str:
-    if loads(new) != expected:
+    try:
+        data = loads(new)
+    except InvalidInput:
+        data = None
+    if data != expected:
         raise InvalidInput("refusing a TOML edit that changes more than graymatter's table; edit it by hand")
     return new
 
@@ -118,8 +122,7 @@ def set_table(text: str, path: Sequence[str], value: Mapping[str, object]) -> st
     if text.strip():
         if not text.endswith(("\n", "\r")):
             text += newline
-        if not text.endswith(newline + newline):
-            text += newline
+        text += newline  # one blank line before the table, always: remove_table takes exactly one away
     else:
         text = text.removesuffix(text.lstrip("\ufeff"))  # keep a byte-order mark, drop blank lines
     return _checked(text + body, _with(old, path, dict(value)))
