@@ -40,6 +40,7 @@ REGISTRY: tuple[str, ...] = (
     "postgres_scale",  # gm-postgres
     "startup",  # cold start of the short commands of both wings
     "client_race",  # real clients vs a busy machine: are the tools in the first request?
+    "dashboard_pages",  # the web dashboard: list and search pages at 100k facts, server and browser
 )
 
 EXIT_OK = 0

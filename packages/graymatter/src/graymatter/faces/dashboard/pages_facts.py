@@ -11,7 +11,7 @@ from graymatter.faces.dashboard.svg import rank_bar, sparkline
 from graymatter.models import Fact
 
 PAGE_SIZE = 50
-SCAN_CAP = 20_000
+SCAN_CAP = 5_000
 """A filtered listing reads at most this many of the newest facts (the page says so when it stops)."""
 SPARK_DAYS = 30
 SPARK_SCAN = 2_000
@@ -104,7 +104,7 @@ def _cursor(ctx: Ctx) -> tuple[datetime, str] | None:
 def facts_page(ctx: Ctx, f: dict[str, str]) -> tuple[list[Fact], bool, bool]:
     """One page of facts after the cursor, newest first: ``(facts, more, capped)``."""
     cursor = _cursor(ctx)
-    scan = PAGE_SIZE * 4
+    scan = PAGE_SIZE * 5
     while True:
         newest = ctx.memory.latest_facts(ctx.agent, scan, include_superseded=f["state"] != "live")
         after = [x for x in newest if cursor is None or (x.created_at, x.id) < cursor]
@@ -112,7 +112,7 @@ def facts_page(ctx: Ctx, f: dict[str, str]) -> tuple[list[Fact], bool, bool]:
         exhausted = len(newest) < scan
         if len(kept) > PAGE_SIZE or exhausted or scan >= SCAN_CAP:
             return kept[:PAGE_SIZE], len(kept) > PAGE_SIZE, not exhausted and len(kept) <= PAGE_SIZE
-        scan = min(scan * 4, SCAN_CAP)
+        scan = min(scan * 5, SCAN_CAP)
 
 
 def facts(ctx: Ctx) -> Page:

@@ -1,0 +1,230 @@
+"""Dashboard page timings at 100k facts: server time of the list and search pages, first paint in Chromium.
+
+Server time is measured in process (the ASGI app of ``graymatter serve`` over httpx's ASGI transport, so no
+socket); first render is Chromium's first-contentful-paint against a real ``graymatter serve`` subprocess.
+Targets (issue 15): p50 server time <= 50 ms and first render <= 300 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import cache_dir, latency_summary, print_table, subprocess_env
+
+TOKEN = "bench-dashboard-token-0123456789"
+WORDS = [
+    "deploy",
+    "cache",
+    "billing",
+    "alice",
+    "review",
+    "tests",
+    "release",
+    "valkey",
+    "queue",
+    "schema",
+    "migration",
+    "index",
+    "build",
+    "worker",
+    "latency",
+    "owner",
+    "budget",
+    "incident",
+    "rollback",
+    "canary",
+]
+
+
+def _store(n: int) -> Path:
+    from graymatter.config import MemoryConfig
+    from graymatter.engine.memory import Memory
+
+    path = cache_dir() / f"dashboard-{n}"
+    if (path / ".built").exists():
+        return path
+    memory = Memory(path, config=MemoryConfig(), embedder=None, summariser=None)
+    try:
+        for start in range(0, n, 1000):
+            texts = [
+                f"fact {i}: " + " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7, 11))
+                for i in range(start, min(start + 1000, n))
+            ]
+            memory.remember_many("bench", texts)
+        memory.pin("bench", texts[-1])
+        memory.checkpoint_save("bench", {"step": 1})
+    finally:
+        memory.close()
+    (path / ".built").write_text("ok")
+    return path
+
+
+PAGES = {
+    "facts (first page)": "/ui/facts?agent=bench",
+    "facts (page 3)": None,
+    "facts pinned=yes (scan cap)": "/ui/facts?agent=bench&pinned=yes",
+    "search": "/ui/search?agent=bench&q=billing+valkey+rollback",
+    "agents overview": "/ui/",
+}
+BASELINES = {
+    "REST /facts (limit 50)": "/facts?agent_id=bench&limit=50",
+    "REST /recall (explain, k 10)": "/recall?agent_id=bench&q=billing+valkey+rollback&k=10&explain=true",
+}
+"""The same reads over the REST API, timed in the same run: what the page adds to the engine call."""
+VERSUS = {
+    "facts (first page)": "REST /facts (limit 50)",
+    "facts (page 3)": "REST /facts (limit 50)",
+    "search": "REST /recall (explain, k 10)",
+}
+
+
+async def _server_times(path: Path, repeats: int) -> dict[str, dict[str, float]]:
+    import httpx
+
+    from graymatter.engine.access import TokenService
+    from graymatter.engine.memory import Memory
+    from graymatter.faces.http.app import ServiceConfig, build_app
+
+    memory = Memory(path, embedder=None, summariser=None)
+    app = build_app(memory, TokenService(memory.store.token_store(), default_token=TOKEN), ServiceConfig())
+    out: dict[str, dict[str, float]] = {}
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:8080"
+        ) as c:
+            await c.post("/ui/login", data={"token": TOKEN})
+            first = (await c.get(PAGES["facts (first page)"] or "")).text
+            nxt = re.search(r'rel="next" href="([^"]+)"', first)
+            second = (await c.get(nxt.group(1).replace("&amp;", "&"))).text if nxt else ""
+            nxt2 = re.search(r'rel="next" href="([^"]+)"', second)
+            pages = {**PAGES, "facts (page 3)": nxt2.group(1).replace("&amp;", "&") if nxt2 else None}
+            bearer = {"authorization": f"Bearer {TOKEN}"}
+            for name, url in {**pages, **BASELINES}.items():
+                if url is None:
+                    continue
+                times = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    reply = await c.get(url, headers=bearer if name in BASELINES else None)
+                    times.append(time.perf_counter() - t0)
+                    assert reply.status_code == 200, (name, reply.status_code)
+                out[name] = latency_summary(times)
+    finally:
+        memory.close()
+    return out
+
+
+def _first_paint(path: Path, repeats: int) -> dict[str, dict[str, float]]:
+    sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
+    work = cache_dir() / "dashboard-serve"
+    work.mkdir(exist_ok=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "graymatter",
+        "--dir",
+        str(work),
+        "serve",
+        "--store",
+        str(path),
+        "--http",
+        "127.0.0.1:0",
+        "--rate-limit",
+        "0",
+        "--token",
+        TOKEN,
+    ]
+    env = subprocess_env(GRAYMATTER_EMBEDDINGS="keyword")
+    with open(work / "serve.log", "wb") as log:
+        server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log, env=env)
+    try:
+        return _paints(_announced(work / "serve.log"), repeats)
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def _paints(url: str, repeats: int) -> dict[str, dict[str, float]]:
+    from tests.graymatter.faces.dashboard.browser import start_chromium
+
+    driver = start_chromium()
+    try:
+        driver.get(url + "/ui/login")
+        driver.find_element("id", "token").send_keys(TOKEN)
+        driver.find_element("css selector", "form.login button").click()
+        time.sleep(0.5)
+        out = {}
+        for name in ("facts (first page)", "search"):
+            paints = []
+            for _ in range(repeats):
+                driver.get(url + (PAGES[name] or ""))
+                paints.append(_paint(driver) / 1000.0)
+            out[name] = latency_summary(paints)
+        return out
+    finally:
+        driver.quit()
+
+
+FCP_SCRIPT = (
+    "var p = performance.getEntriesByName('first-contentful-paint')[0]; return p ? p.startTime : null;"
+)
+
+
+def _paint(driver: Any) -> float:
+    """The page's first-contentful-paint (ms since navigation start), once Chromium has recorded it."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        value = driver.execute_script(FCP_SCRIPT)
+        if value is not None:
+            return float(value)
+        time.sleep(0.02)
+    raise RuntimeError("Chromium recorded no first-contentful-paint")
+
+
+def _announced(log: Path) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        match = re.search(r"serving REST \+ MCP on (http://\S+)", log.read_text(errors="replace"))
+        if match:
+            return match.group(1)
+        time.sleep(0.1)
+    raise RuntimeError("graymatter serve did not start")
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """Build (or reuse) the store, then time the pages on the server and in the browser."""
+    n = 10_000 if quick else 100_000
+    started = time.perf_counter()
+    path = _store(n)
+    build_s = time.perf_counter() - started
+    repeats = 5 if quick else 21
+    server = asyncio.run(_server_times(path, repeats))
+    paint = _first_paint(path, 3 if quick else 9)
+    rows = [
+        [
+            name,
+            f"{m['p50_ms']:.1f}",
+            f"{m['p90_ms']:.1f}",
+            f"{m['p50_ms'] / server[VERSUS[name]]['p50_ms']:.2f}x" if name in VERSUS else "",
+        ]
+        for name, m in server.items()
+    ]
+    title = f"Dashboard server time at {n:,} facts (ms, in process; load {os.getloadavg()[0]:.1f})"
+    table = print_table(title, ["Page", "p50", "p90", "p50 vs same-run REST"], rows)
+    prow = [[name, f"{m['p50_ms']:.1f}", f"{m['p90_ms']:.1f}"] for name, m in paint.items()]
+    ptable = print_table("First contentful paint in headless Chromium (ms)", ["Page", "p50", "p90"], prow)
+    return {
+        "facts": n,
+        "store_build_s": round(build_s, 1),
+        "server": server,
+        "first_paint": paint,
+        "tables": [table, ptable],
+        "loadavg": os.getloadavg(),
+    }

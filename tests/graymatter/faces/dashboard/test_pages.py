@@ -1,0 +1,80 @@
+"""Dashboard pages in process (the service's real ASGI app over a real SQLite store): paging and filters."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+import httpx
+
+from graymatter.config import MemoryConfig
+from graymatter.engine.access import TokenService
+from graymatter.engine.memory import Memory
+from graymatter.faces.dashboard.pages_facts import PAGE_SIZE, SCAN_CAP
+from graymatter.faces.http.app import ServiceConfig, build_app
+
+TOKEN = "pages-test-token-0123456789"
+
+
+def _pages(memory: Memory, *paths: str, status: int = 200) -> list[str]:
+    app = build_app(memory, TokenService(memory.store.token_store(), default_token=TOKEN), ServiceConfig())
+
+    async def fetch() -> list[str]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
+            assert (await client.post("/ui/login", data={"token": TOKEN})).status_code == 303
+            out = []
+            for path in paths:
+                reply = await client.get(path)
+                assert reply.status_code == status, reply.text[:500]
+                out.append(reply.text)
+            return out
+
+    return asyncio.run(fetch())
+
+
+def _texts(page: str) -> list[str]:
+    return re.findall(r'<td><a href="/ui/fact\?[^"]+">([^<]+)</a></td>', page)
+
+
+def _next(page: str) -> str | None:
+    found = re.search(r'rel="next" href="([^"]+)"', page)
+    return found.group(1).replace("&amp;", "&") if found else None
+
+
+def test_cursor_paging_lists_every_fact_once_newest_first(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
+    try:
+        total = 2 * PAGE_SIZE + 17
+        memory.remember_many("pager", [f"note number {i:04d}" for i in range(total)])
+        seen: list[str] = []
+        path: str | None = "/ui/facts?agent=pager"
+        while path is not None:
+            (page,) = _pages(memory, path)
+            seen.extend(_texts(page))
+            path = _next(page)
+        newest_first = [f.text for f in memory.latest_facts("pager", total)]
+        assert seen == newest_first and len(set(seen)) == total
+    finally:
+        memory.close()
+
+
+def test_filters_and_the_scan_cap_are_stated(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
+    try:
+        memory.remember("f", "an old pinned fact", confidence="verified")
+        memory.pin("f", "an old pinned fact")
+        memory.remember_many("f", [f"filler {i}" for i in range(SCAN_CAP + 10)])
+        memory.remember("f", "a new pinned fact")
+        memory.pin("f", "a new pinned fact")
+        pinned, verified = _pages(
+            memory, "/ui/facts?agent=f&pinned=yes", "/ui/facts?agent=f&confidence=verified"
+        )
+        (bad,) = _pages(memory, "/ui/facts?agent=f&state=bogus", status=400)
+    finally:
+        memory.close()
+    assert _texts(pinned) == ["a new pinned fact"]
+    assert f"Filters look at the newest {SCAN_CAP:,} facts" in pinned
+    assert _texts(verified) == [] and f"newest {SCAN_CAP:,} facts" in verified
+    assert "state must be one of live, superseded, all" in bad
