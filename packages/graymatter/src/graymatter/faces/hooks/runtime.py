@@ -21,6 +21,7 @@ from graymatter.faces.hooks.clients import CLIENTS, CONTEXT_EVENTS, EVENTS, Clie
 from graymatter.faces.hooks.payload import HookPayload, PayloadError, read_payload
 
 if TYPE_CHECKING:
+    from graymatter.faces.hooks.events import HookOutcome, HookRequest
     from graymatter.routing import ProjectRoute
 
 DATABASE_URL_ENV: Final = "GRAYMATTER_DATABASE_URL"
@@ -91,7 +92,7 @@ def _handle(
     return _with_memory(location, request)
 
 
-def _with_memory(location: str, request: Any) -> Any:
+def _with_memory(location: str, request: HookRequest) -> HookOutcome:
     from graymatter.engine.memory import Memory
     from graymatter.faces.hooks.events import HANDLERS
     from graymatter.store import open_store
@@ -102,7 +103,7 @@ def _with_memory(location: str, request: Any) -> Any:
         return HANDLERS[request.event](memory, request)
 
 
-def _dedupe(store_dir: Path, invocation: HookInvocation, payload: HookPayload, outcome: Any) -> None:
+def _dedupe(store_dir: Path, invocation: HookInvocation, payload: HookPayload, outcome: HookOutcome) -> None:
     from graymatter.faces.hooks.state import SessionState, block_digest
 
     session = payload.session_id

@@ -18,7 +18,7 @@ from typing import Any
 from graymatter.errors import InvalidInput
 from graymatter.faces.wiring.clients import Homes, Scope, client, launch_for
 from graymatter.faces.wiring.edits import JsonEdit, WiringContext, install_text, present, uninstall_text
-from graymatter.faces.wiring.hooks_settings import FORMATS, is_graymatter_group, wiring_edits
+from graymatter.faces.wiring.hooks_settings import FORMATS, handler_words, is_graymatter_group, wiring_edits
 from graymatter.faces.wiring.plan import FileChange, Plan, apply, read_text
 
 
@@ -109,10 +109,9 @@ def _registered(edit: JsonEdit, text: str) -> list[dict[str, Any]]:
 def _executable_problem(groups: list[dict[str, Any]]) -> str | None:
     for group in groups:
         for handler in group.get("hooks", []):
-            command = (
-                handler.get("command") if "args" in handler else str(handler.get("command", "")).split(" ")[0]
-            )
-            if isinstance(command, str) and os.path.isabs(command) and not os.access(command, os.X_OK):
+            words = handler_words(handler) if isinstance(handler, dict) else []
+            command = words[0] if words else ""
+            if os.path.isabs(command) and not os.access(command, os.X_OK):
                 return f"the registered executable {command} does not exist"
     return None
 

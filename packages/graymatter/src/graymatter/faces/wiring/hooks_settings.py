@@ -132,7 +132,8 @@ def group(context: WiringContext, fmt: HookFormat, spec: HookEvent) -> dict[str,
     return {"matcher": spec.matcher, **body} if spec.matcher is not None else body
 
 
-def _words(entry: dict[object, object]) -> list[str]:
+def handler_words(entry: dict[object, object]) -> list[str]:
+    """A handler's command line as words (exec form, or a shell string split like a shell would)."""
     args = entry.get("args")
     command = entry.get("command")
     if isinstance(args, list) and isinstance(command, str):
@@ -149,7 +150,7 @@ def is_graymatter_handler(entry: object) -> bool:
     """A handler that runs ``graymatter ... hook CLIENT EVENT`` (any install path, any release)."""
     if not isinstance(entry, dict):
         return False
-    words = _words(entry)
+    words = handler_words(entry)
     if HOOK_WORD not in words[1:]:
         return False
     at = words.index(HOOK_WORD, 1)
