@@ -183,11 +183,11 @@ def test_mcp_memory_search_carries_feedback_exactly_when_weak(tmp_path: Path) ->
     strong, strong_text = seen["when do we deploy?"]  # type: ignore[misc]
     assert "feedback" not in strong or strong["feedback"] is None
     assert strong["facts"][0]["relevance"] == 1.0
-    assert "relevance 1.00" in strong_text and "memory_alias" not in strong_text
+    assert "memory_alias" not in strong_text
     weak, weak_text = seen["production deploy schedule"]  # type: ignore[misc]
     assert weak["feedback"]["unmatched_terms"] == ["production", "schedule"]
     assert weak["feedback"]["action"] == "memory_alias"
-    assert weak_text.endswith(weak["feedback"]["message"])
+    assert "memory_alias" in weak_text  # the model reads the hint too
 
 
 def test_rest_recall_carries_feedback_exactly_when_weak(tmp_path: Path) -> None:

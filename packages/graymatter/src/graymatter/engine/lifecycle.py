@@ -2,6 +2,11 @@
 
 * Decay is idempotent: ``weight = min(weight, exp(-λ·hours since last access))`` with
   ``λ = ln 2 / half-life`` and whole hours; running it twice changes nothing the second time.
+* Decay is incremental: a cycle visits only the facts that are due (``Store.decay_due``: never visited
+  and idle for an hour, or past their ``decay_due_at``), at most ``DECAY_BATCH`` of them, and schedules
+  each one's next visit for when its weight will have fallen by ``DECAY_STEP`` or below the prune floor,
+  whichever is first. A cycle's cost is bounded by what is due, not by the size of the agent
+  (docs/decisions/0011-trustworthy-recall.md).
 * Pruning hard-deletes unpinned facts below the floor (0.01 ≈ 199 days without access). It is the only
   deletion path. Pinned facts and aliases are exempt from decay and pruning.
 * Summarisation (only with a configured LLM provider) is propose-then-apply: the model proposes a summary
@@ -14,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from graymatter.config import MemoryConfig
@@ -41,6 +46,23 @@ def decayed_weight(fact: Fact, now: datetime, half_life_hours: float) -> float:
     """
     hours = math.floor(max(0.0, (now - fact.accessed_at).total_seconds()) / 3600.0)
     return min(fact.weight, math.exp(-math.log(2) / half_life_hours * hours))
+
+
+DECAY_BATCH = 5000
+"""The most facts one consolidation cycle visits for decay; the rest stay due for the next cycle."""
+DECAY_STEP = 0.1
+"""A visited fact is next visited when its weight will have fallen by this fraction (or below the floor)."""
+
+
+def next_decay_at(fact: Fact, weight: float, now: datetime, half_life_hours: float, floor: float) -> datetime:
+    """When ``fact`` (now at ``weight``) is next due: the first whole hour since its last access at which
+    its decayed weight is at most ``weight × (1 - DECAY_STEP)``, or below ``floor`` if that comes first."""
+    rate = math.log(2) / half_life_hours
+    step_target = weight * (1.0 - DECAY_STEP)
+    hours = math.ceil(math.log(1.0 / step_target) / rate) if step_target > floor else None
+    below_floor = math.floor(math.log(1.0 / floor) / rate) + 1  # first whole hour with exp(-λh) < floor
+    due = fact.accessed_at + timedelta(hours=below_floor if hours is None else min(hours, below_floor))
+    return max(due, now + timedelta(hours=1))
 
 
 def decay_updates(facts: Sequence[Fact], now: datetime, half_life_hours: float) -> dict[str, float]:
@@ -116,15 +138,23 @@ def consolidate(
 ) -> ConsolidationReport:
     """One cycle: decay, optional summarisation, prune. Safe to run concurrently with other writers."""
     now = now or utcnow()
-    facts = store.list_facts(agent_id, include_superseded=True)
-    updates = decay_updates(facts, now, config.half_life_hours)
-    decayed = store.update_weights(updates)
-    facts = [f.model_copy(update={"weight": updates[f.id]}) if f.id in updates else f for f in facts]
+    due = store.decay_due(agent_id, now, now - timedelta(hours=1), DECAY_BATCH)
+    updates = decay_updates(due, now, config.half_life_hours)
+    due = [f.model_copy(update={"weight": updates[f.id]}) if f.id in updates else f for f in due]
+    store.record_decay(
+        {
+            f.id: (f.weight, next_decay_at(f, f.weight, now, config.half_life_hours, config.prune_floor))
+            for f in due
+            if f.weight >= config.prune_floor
+        }
+    )
+    decayed = len(updates)
 
     summary_id: str | None = None
     consumed: list[str] = []
     summariser_error: str | None = None
-    if summariser is not None:
+    if summariser is not None:  # opt-in: reads the whole agent to choose the weakest half
+        facts = store.list_facts(agent_id, include_superseded=True)
         batch = summary_candidates(facts, config.consolidate_threshold, config.summarise_batch)
         if len(batch) >= 2:
             try:
@@ -136,11 +166,7 @@ def consolidate(
                 if applied is not None:
                     summary_id, consumed = applied[0].id, applied[1]
 
-    doomed = [
-        f.id
-        for f in facts
-        if f.kind == "fact" and not f.pinned and f.weight < config.prune_floor and f.id not in consumed
-    ]
+    doomed = [f.id for f in due if f.weight < config.prune_floor and f.id not in consumed]
     pruned = store.delete_facts(doomed) if doomed else []
     return ConsolidationReport(
         agent_id=agent_id,

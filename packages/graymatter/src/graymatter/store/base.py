@@ -15,7 +15,7 @@ Conventions shared by all backends:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -127,6 +127,14 @@ class Store(Protocol):
 
     def update_weights(self, weights: dict[str, float]) -> int:
         """Set decayed weights (only ever lowered by callers); return the number of rows changed."""
+
+    def decay_due(self, agent_id: str, now: datetime, fresh_before: datetime, limit: int) -> list[Fact]:
+        """At most ``limit`` unpinned facts (live or tombstoned) of ``agent_id`` whose decay is due:
+        ``decay_due_at`` at or before ``now``, or never visited and last accessed at or before
+        ``fresh_before``. Due first."""
+
+    def record_decay(self, updates: Mapping[str, tuple[float, datetime]]) -> None:
+        """Per fact id: lower its weight to at most the given one and set its next ``decay_due_at``."""
 
     def delete_facts(self, fact_ids: Sequence[str]) -> list[str]:
         """Hard-delete unpinned facts (pruning is the only caller); return the ids deleted."""

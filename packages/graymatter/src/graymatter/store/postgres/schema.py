@@ -7,9 +7,10 @@ from typing import Any
 import psycopg
 
 from graymatter.errors import SchemaTooNew, StorageError, StoreUnavailable
+from graymatter.store.decay import decay_indexes
 from graymatter.store.postgres.connection import PostgresConnections
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SESSION_SQL = 'substring({t}provenance from \'"session":"((?:[^"\\\\]|\\\\.)*)"\')'
 """A fact's session id as spelled in its stored JSON (``{t}``: a table alias and a dot, or nothing), written
 as the ``gm_facts_session`` index writes it. A pattern, not a ``jsonb`` cast: it never fails on a malformed
@@ -120,6 +121,8 @@ _MIGRATIONS: dict[int, list[str]] = {
            (agent_id, {SESSION_SQL.format(t="")}, created_at, id)
            WHERE superseded_by IS NULL AND kind = 'fact' AND {SESSION_SQL.format(t="")} IS NOT NULL"""
     ],
+    # 3: incremental decay: each fact's next decay moment, and the facts due found by index (store/decay.py).
+    3: decay_indexes("gm_facts", "timestamptz"),
 }
 
 

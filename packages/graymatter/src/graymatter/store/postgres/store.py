@@ -36,6 +36,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graymatter.store.decay import SharedDecay
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres import schema
 from graymatter.store.postgres.bm25 import PostgresKeywordSearch
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     from graymatter.store.base import Store
 
 
-class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch):
+class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch, SharedDecay):
     """The PostgreSQL backend. Thread-safe; one connection pool per store."""
 
     kind = "postgresql"

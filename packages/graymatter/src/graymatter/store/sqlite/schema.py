@@ -6,6 +6,7 @@ import sqlite3
 from pathlib import Path
 
 from graymatter.errors import CorruptDatabase, SchemaTooNew
+from graymatter.store.decay import decay_indexes
 from graymatter.store.fts import FTS_TOKENIZER
 from graymatter.store.sqlite.connection import SQLiteConnections, configure, retry_busy, translate
 
@@ -13,7 +14,7 @@ DB_FILENAME = "graymatter.db"
 SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
 """A fact's session id, spelled exactly as the ``facts_session`` index spells it (NULL, never an error,
 for a provenance that is not JSON: such a row is reported as corrupt when it is decoded)."""
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -80,6 +81,8 @@ _MIGRATIONS: dict[int, list[str]] = {
         f"""CREATE INDEX facts_session ON facts(agent_id, {SESSION_SQL}, created_at, id)
            WHERE superseded_by IS NULL AND kind = 'fact' AND {SESSION_SQL} IS NOT NULL"""
     ],
+    # 3: incremental decay: each fact's next decay moment, and the facts due found by index (store/decay.py).
+    3: decay_indexes("facts", "INTEGER"),
 }
 
 
