@@ -39,6 +39,7 @@ REGISTRY: tuple[str, ...] = (
     "resume_validate",  # ta-resume
     "postgres_scale",  # gm-postgres
     "startup",  # cold start of the short commands of both wings
+    "hook_latency",  # session hooks as fresh processes at 10k facts
     "client_race",  # real clients vs a busy machine: are the tools in the first request?
     "dashboard_pages",  # the web dashboard: list and search pages at 100k facts, server and browser
 )
