@@ -1,4 +1,5 @@
 # One-command workflows. Every target installs what it needs into .venv first.
+SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -8,17 +9,22 @@ STAMP := $(VENV)/.installed
 
 SRC := packages/graymatter/src packages/tinyagent/src
 
+# Installs show one line per package, so a first run (about a minute) is never silent.
+PIP_PROGRESS := $(PYTHON) -u -c "import sys; [print('  ' + line.split(' (')[0].strip(), flush=True) for line in sys.stdin if line.startswith(('Collecting', 'ERROR'))]"
+
 $(STAMP): pyproject.toml packages/graymatter/pyproject.toml packages/tinyagent/pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e './packages/graymatter[postgres]' -e ./packages/tinyagent --group dev
-	touch $(STAMP)
+	@echo "==> creating $(VENV) and installing graymatter + tinyagent (about a minute the first time)"
+	@$(PYTHON) -m venv $(VENV)
+	@set -o pipefail; $(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | $(PIP_PROGRESS)
+	@set -o pipefail; $(PY) -m pip install --disable-pip-version-check -e './packages/graymatter[postgres]' -e ./packages/tinyagent --group dev 2>&1 | $(PIP_PROGRESS)
+	@touch $(STAMP)
+	@echo "==> installed; the commands are in $(VENV)/bin (source $(VENV)/bin/activate to put them on PATH)"
 
 install: $(STAMP)
 
 ## Run the main job on the embedded default store (offline, temp dir).
 demo: $(STAMP)
-	$(VENV)/bin/graymatter demo
+	@$(VENV)/bin/graymatter demo
 
 ## Run every test: lint, the unit/integration suite, and the real-client release gate.
 test: $(STAMP)

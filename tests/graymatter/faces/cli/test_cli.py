@@ -230,18 +230,6 @@ def test_cli_import_stays_light() -> None:
     assert result.stdout.strip() == "[]"
 
 
-def test_demo_runs_offline_and_fast(cli: Cli) -> None:
-    result = cli("--json", "demo", use_dir=False, timeout=60)
-    assert result.code == 0, result.stderr
-    summary = json.loads(result.stdout)  # with --json, stdout is only the summary; the tour goes to stderr
-    assert summary["roundtrip"] is True and summary["seconds"] < 30
-    for marker in ("== remember", "== recall with explanations", "== revise", "== checkpoint round trip"):
-        assert marker in result.stderr
-    assert not Path(summary["store"]).exists()
-    human = cli("demo", use_dir=False, timeout=60)
-    assert human.code == 0 and "state identical = True" in human.stdout
-
-
 def test_recall_order_with_vectors_is_identical_across_processes(cli: Cli, gm_dir: Path) -> None:
     env = hermetic_env(GRAYMATTER_EMBEDDINGS="hashing")
     texts = [f"deploy note {i}: service {i % 4} rolls out on day {i % 6}" for i in range(30)]

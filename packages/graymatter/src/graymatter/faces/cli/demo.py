@@ -1,4 +1,9 @@
-"""``graymatter demo``: a guided, offline tour on a temporary embedded store (what ``make demo`` runs)."""
+"""``graymatter demo``: a support bot's memory in five short steps, offline, on a temporary store.
+
+What ``make demo`` runs. It tells one story a newcomer can follow: the bot remembers, recalls in the
+reader's own words (with a relevance a person can read), learns vocabulary, revises a fact that changed
+and round-trips a checkpoint. With ``--json`` the same story is one JSON document on stdout.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,17 @@ import json
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
-    from graymatter.models import ExportBundle
+    from graymatter.models import ExportBundle, RecallExplanation
 
 AGENT = "support-bot"
-HISTORY = [  # (days ago, fact): what the agent learnt over the past weeks, loaded as an import
+HISTORY = [  # (days ago, fact): what the bot learnt over the past weeks, loaded with its real dates
     (41, "The production database is PostgreSQL 16 running in eu-west-1"),
     (35, "Deploys happen every Tuesday and Thursday after 14:00 UTC"),
     (29, "Customer Acme Corp is on the Enterprise plan with a 99.95% SLA"),
@@ -25,52 +31,171 @@ HISTORY = [  # (days ago, fact): what the agent learnt over the past weeks, load
     (7, "Alice owns the billing service; Bob owns the search service"),
     (3, "Error budget alerts go to the #sre-alerts Slack channel"),
 ]
-SEED = [  # remembered live during the demo
+TODAY = [
     "The API rate limit is 600 requests per minute per token",
     "Acme Corp prefers email over phone for incident updates",
 ]
-SHARED_SEED = [
+SHARED = [
     "Company-wide: never share customer data in public channels",
     "Company-wide: the incident commander decides on customer communication",
 ]
+OLD_DEPLOYS = "Deploys happen every Tuesday and Thursday after 14:00 UTC"
+NEW_DEPLOYS = "Deploys happen every Wednesday after 15:00 UTC (changed in Q3)"
+STATE = {"ticket": "ACME-1042", "step": 3, "notes": ["asked for logs", "waiting on customer"]}
+SHOWN = 3
+"""Answers shown per question."""
 
 
-_out = sys.stdout
+class Story:
+    """Collects the demo's steps; prints them as they happen unless the output is JSON."""
+
+    def __init__(self, json_output: bool) -> None:
+        self.json_output = json_output
+        self.steps: list[dict[str, Any]] = []
+
+    def step(self, title: str, intro: str) -> dict[str, Any]:
+        """Start a numbered step and return its JSON record."""
+        record: dict[str, Any] = {"step": len(self.steps) + 1, "title": title}
+        self.steps.append(record)
+        wrapped = textwrap.fill(intro, width=100, initial_indent="   ", subsequent_indent="   ")
+        self.say(f"\n{record['step']}. {title}\n{wrapped}")
+        return record
+
+    def say(self, text: str) -> None:
+        """One line (or a few) of the story, unless the output is JSON."""
+        if not self.json_output:
+            sys.stdout.write(text + "\n")
 
 
-def _write(text: str) -> None:
-    _out.write(text)
+def run_demo(keep: str | None = None, json_output: bool = False) -> int:
+    """Tell the story on a temporary (or the ``keep``) store; returns the exit code."""
+    from graymatter.config import MemoryConfig
+    from graymatter.engine.memory import Memory
+
+    started = time.perf_counter()
+    root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="graymatter-demo-"))
+    story = Story(json_output)
+    story.say(f"graymatter demo: a support bot's memory, on a temporary store ({root}); offline.")
+    try:
+        with Memory(root, embedder=None, config=MemoryConfig(embedding="keyword")) as memory:
+            _remember(story, memory)
+            _recall(story, memory)
+            _vocabulary(story, memory)
+            _revise(story, memory)
+            same = _checkpoint(story, memory)
+        elapsed = time.perf_counter() - started
+        _finish(story, root, keep, elapsed, same)
+        return 0 if same else 1
+    finally:
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
 
 
-def _section(title: str) -> None:
-    _write(f"\n== {title} ==\n")
+def _finish(story: Story, root: Path, keep: str | None, elapsed: float, same: bool) -> None:
+    if story.json_output:
+        summary = {"store": str(root), "kept": bool(keep), "seconds": round(elapsed, 3), "roundtrip": same}
+        sys.stdout.write(json.dumps({**summary, "steps": story.steps}) + "\n")
+        return
+    story.say(f"\nDone in {elapsed:.2f} s.")
+    if keep:
+        story.say(f"The store is kept: graymatter --dir {root} recall {AGENT} 'rate limit'")
+    story.say(
+        "Try it on your own store:\n"
+        f'  graymatter --dir gm remember {AGENT} "Deploys happen on Tuesdays"\n'
+        f'  graymatter --dir gm recall {AGENT} "when do we deploy?" --explain\n'
+        "Then wire your coding agent: graymatter init (see README.md)."
+    )
 
 
-def _explain(memory: Memory, query: str, **options: Any) -> None:
-    _write(f'\nrecall "{query}"\n')
-    for i, hit in enumerate(memory.recall_explain(AGENT, query, 3, **options), 1):
-        r = hit.ranks
-        keyword = str(r.keyword_rank or "-")
-        if hit.keyword_source == "context":
-            keyword += " (context: written next to a matching fact)"
-        elif hit.keyword_source == "phrase":
-            keyword += " (phrase)"
-        ranks = f"keyword {keyword}, vector {r.vector_rank or '-'}, recency {r.recency_rank or '-'}"
-        weights = hit.weights
-        recomputed = sum(
-            w / (r.k + rank)
-            for w, rank in (
-                (weights.keyword, r.keyword_rank),
-                (weights.vector, r.vector_rank),
-                (weights.recency, r.recency_rank),
-            )
-            if rank
-        )
-        _write(f"  {i}. {hit.text}\n")
-        _write(
-            f"     ranks: {ranks} | fused {r.fused_score:.5f} (recomputed {recomputed:.5f}) | "
-            f"score {hit.score:.5f}\n"
-        )
+def _remember(story: Story, memory: Memory) -> None:
+    record = story.step(
+        "Remember",
+        f"The bot learnt {len(HISTORY)} facts over the past six weeks (imported with their dates), "
+        f"{len(TODAY)} more today, and the company keeps {len(SHARED)} facts every agent shares.",
+    )
+    memory.import_bundle(_history())
+    for text in TODAY:
+        memory.remember(AGENT, text, provenance={"interface": "cli", "client": "demo"})
+        story.say(f"   + {text}")
+    for text in SHARED:
+        memory.remember_shared(text, confidence="verified")
+        story.say(f"   + (shared) {text}")
+    record["facts"] = memory.stats(AGENT).fact_count
+    record["shared_facts"] = len(SHARED)
+
+
+def _recall(story: Story, memory: Memory) -> None:
+    record = story.step(
+        "Recall: ask in your own words",
+        "Each answer shows its relevance: how much of the question it covers.",
+    )
+    record["questions"] = [
+        _ask(story, memory, "which database does production use?"),
+        _ask(story, memory, "how should we tell Acme about an incident?", scope="all"),
+    ]
+    story.say(
+        "   The second question searched the bot's facts and the shared ones (scope all). Why this order:\n"
+        "   `graymatter recall AGENT QUERY --explain` shows each signal's rank and the fused score."
+    )
+
+
+def _vocabulary(story: Story, memory: Memory) -> None:
+    record = story.step(
+        "Teach vocabulary", 'People write "db"; the facts say "database". One alias bridges it.'
+    )
+    memory.alias(AGENT, "db", ["database"])
+    record["questions"] = [_ask(story, memory, "db region")]
+
+
+def _revise(story: Story, memory: Memory) -> None:
+    record = story.step(
+        "Revise: facts change", "Deploys moved to Wednesdays. The correction supersedes the old fact."
+    )
+    revision = memory.revise(AGENT, OLD_DEPLOYS, NEW_DEPLOYS)
+    story.say(f"   - {OLD_DEPLOYS}\n   + {NEW_DEPLOYS}")
+    record["questions"] = [_ask(story, memory, "when do deploys happen?")]
+    retired = [f for f in memory.list(AGENT) if not f.live]
+    record["superseded"] = revision.superseded_ids
+    story.say(f"   The old fact is kept as history ({len(retired)} superseded), never returned by recall.")
+
+
+def _checkpoint(story: Story, memory: Memory) -> bool:
+    record = story.step("Checkpoint: stop now, resume later", "The bot saves where it is in a ticket.")
+    saved = memory.checkpoint_save(AGENT, STATE, metadata={"source": "demo"})
+    story.say(f"   saved {json.dumps(STATE)}")
+    loaded = memory.checkpoint_latest(AGENT)
+    same = loaded.id == saved.id and loaded.state == STATE
+    story.say(f"   A new session resumes the latest checkpoint: {'identical state' if same else 'MISMATCH'}.")
+    record.update({"checkpoint": saved.id, "state": loaded.state, "identical": same})
+    return same
+
+
+def _ask(story: Story, memory: Memory, question: str, **options: Any) -> dict[str, Any]:
+    """Recall for ``question``, print the answers with their relevance, return the JSON record."""
+    hits = memory.recall_explain(AGENT, question, SHOWN, **options)
+    story.say(f'\n   Q: "{question}"')
+    answers = []
+    for i, hit in enumerate(hits, 1):
+        story.say(f"     {i}. {hit.text}\n        {_relevance(hit)}")
+        answers.append({"text": hit.text, "relevance": hit.relevance, "evidence": _evidence(hit)})
+    if not hits:
+        story.say("     (nothing relevant)")
+    return {"question": question, "answers": answers}
+
+
+def _relevance(hit: RecallExplanation) -> str:
+    shown = "-" if hit.relevance is None else f"{round(100 * hit.relevance)}%"
+    return f"relevance {shown} ({_evidence(hit)})"
+
+
+def _evidence(hit: RecallExplanation) -> str:
+    if hit.keyword_source == "phrase":
+        return "phrase match"
+    if hit.keyword_source == "context":
+        return "context of a matching turn"
+    if hit.keyword_source == "match":
+        return "keyword match"
+    return "meaning match" if hit.ranks.vector_rank else "recency"
 
 
 def _history() -> ExportBundle:
@@ -95,77 +220,3 @@ def _history() -> ExportBundle:
             )
         )
     return ExportBundle(exported_at=now, facts=facts, checkpoints=[], links=[])
-
-
-def run_demo(keep: str | None = None, json_output: bool = False) -> int:
-    """Seed a store (imported history + live writes), recall with explanations, revise, round-trip a
-    checkpoint. Returns an exit code."""
-    from graymatter.config import MemoryConfig
-    from graymatter.engine.memory import Memory
-
-    global _out
-    _out = sys.stderr if json_output else sys.stdout  # with --json, stdout carries only the JSON summary
-    started = time.perf_counter()
-    root = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="graymatter-demo-"))
-    summary: dict[str, Any] = {"store": str(root)}
-    try:
-        with Memory(root, embedder=None, config=MemoryConfig(embedding="keyword")) as memory:
-            _seed(memory, root)
-            _recall_tour(memory)
-            summary.update(_checkpoint_tour(memory))
-        elapsed = time.perf_counter() - started
-        _section(f"done in {elapsed:.2f} s")
-        if keep:
-            _write(f"store kept at {root}; try: graymatter --dir {root} recall {AGENT} 'rate limit'\n")
-        if json_output:
-            summary["seconds"] = round(elapsed, 3)
-            sys.stdout.write(json.dumps(summary) + "\n")
-        return 0 if summary.get("roundtrip") else 1
-    finally:
-        if not keep:
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def _seed(memory: Memory, root: Path) -> None:
-    """Import the history, then remember the live facts."""
-    _section(f"history: {len(HISTORY)} facts of the past six weeks imported (store: {root})")
-    memory.import_bundle(_history())
-    _section(f"remember: {len(SEED)} new facts for {AGENT!r}, {len(SHARED_SEED)} shared")
-    for text in SEED:
-        memory.remember(AGENT, text, provenance={"interface": "cli", "client": "demo"})
-    for text in SHARED_SEED:
-        memory.remember_shared(text, confidence="verified")
-    _write(f"stored {memory.stats(AGENT).fact_count} agent facts; agents: {memory.agents()}\n")
-
-
-def _recall_tour(memory: Memory) -> None:
-    """Recall with explanations, teach an alias, revise a fact and recall again."""
-    _section("recall with explanations (RRF k=60: keyword 1.0, vector 1.0, recency 0.5)")
-    _explain(memory, "which database does production use?")
-    _explain(memory, "how should we tell Acme about an incident?", scope="all")
-
-    _section("alias: teach vocabulary, then recall with the other word")
-    memory.alias(AGENT, "db", ["database"])
-    _explain(memory, "db region")
-
-    _section("revise: supersede a fact (replacement first, then tombstone)")
-    old = "Deploys happen every Tuesday and Thursday after 14:00 UTC"
-    revision = memory.revise(AGENT, old, "Deploys happen every Wednesday after 15:00 UTC (changed in Q3)")
-    _write(f"new fact {revision.fact.id} supersedes {revision.superseded_ids}\n")
-    _explain(memory, "when do deploys happen?")
-    retired = [f for f in memory.list(AGENT) if not f.live]
-    _write(f"tombstones kept for history: {len(retired)} (never returned by recall)\n")
-
-
-def _checkpoint_tour(memory: Memory) -> dict[str, Any]:
-    """Save a checkpoint and resume it; returns the summary fields."""
-    _section("checkpoint round trip")
-    state = {"ticket": "ACME-1042", "step": 3, "notes": ["asked for logs", "waiting on customer"]}
-    saved = memory.checkpoint_save(
-        AGENT, state, messages=[{"role": "user", "content": "status?"}], metadata={"source": "demo"}
-    )
-    loaded = memory.checkpoint_latest(AGENT)
-    same = loaded.state == state and loaded.id == saved.id
-    _write(f"saved {saved.id}; resumed latest {loaded.id}: state identical = {same}\n")
-    _write(json.dumps(loaded.state, indent=2) + "\n")
-    return {"facts": memory.stats(AGENT).fact_count, "checkpoint": saved.id, "roundtrip": same}

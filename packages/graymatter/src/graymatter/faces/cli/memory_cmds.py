@@ -10,7 +10,7 @@ from typing import Any
 from graymatter.constants import CONFIDENCE_LABELS, DEFAULT_RELATION, SHARED_AGENT_ID
 from graymatter.errors import CliUsageError
 from graymatter.faces.cli.exit_codes import EXIT_OK
-from graymatter.faces.cli.options import open_memory
+from graymatter.faces.cli.options import open_memory, require_known_agent
 from graymatter.faces.cli.render import dump, emit_json, fact_line, recall_lines, report, say
 
 CONFIDENCE = {"choices": CONFIDENCE_LABELS}
@@ -25,9 +25,11 @@ CLI_PROVENANCE = {"interface": "cli"}
 def cmd_remember(args: argparse.Namespace) -> int:
     words = args.words
     if args.shared:
-        if len(words) not in (1, 2):
-            raise CliUsageError("remember --shared takes TEXT (an agent id before it is ignored)")
-        agent, text = SHARED_AGENT_ID, words[-1]
+        if len(words) != 1:
+            raise CliUsageError(
+                f"remember --shared takes only TEXT (it stores in {SHARED_AGENT_ID}); drop the agent id"
+            )
+        agent, text = SHARED_AGENT_ID, words[0]
     else:
         if len(words) != 2:
             raise CliUsageError("remember takes AGENT TEXT (or --shared TEXT)")
@@ -52,7 +54,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
         value = getattr(args, name)
         if value is not None:
             options[name] = value
-    with open_memory(args) as memory:
+    with open_memory(args, existing=True) as memory:
+        if scope != "shared":
+            require_known_agent(memory, args.agent)
         if args.explain:
             results: list[Any] = memory.recall_explain(args.agent, args.query, args.top_k, **options)
         else:
@@ -66,17 +70,20 @@ def cmd_recall(args: argparse.Namespace) -> int:
         "all": f"agent {args.agent} + {SHARED_AGENT_ID}",
     }[scope]
     lines = recall_lines(label, args.query, results, owners=scope == "all", explain=args.explain)
-    if not args.quiet:
+    if args.quiet:  # data only: no header, no "No memories found.", no feedback
+        lines = lines[1:] if results else []
+    else:
         from graymatter.engine.feedback import weak_match_feedback
 
         weak = weak_match_feedback(args.query, results)
         lines += [] if weak is None else ["", weak.message]
-    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.write("".join(line + "\n" for line in lines))
     return EXIT_OK
 
 
 def cmd_revise(args: argparse.Namespace) -> int:
-    with open_memory(args) as memory:
+    with open_memory(args, existing=True) as memory:
+        require_known_agent(memory, args.agent)
         revision = memory.revise(
             args.agent, args.old, args.new, confidence=args.confidence, provenance=CLI_PROVENANCE
         )
@@ -88,7 +95,8 @@ def target_command(action: str) -> Callable[[argparse.Namespace], int]:
     """The command for ``forget``, ``pin`` or ``unpin``: act on every live fact with the exact text."""
 
     def run(args: argparse.Namespace) -> int:
-        with open_memory(args) as memory:
+        with open_memory(args, existing=True) as memory:
+            require_known_agent(memory, args.agent)
             ids = getattr(memory, action)(args.agent, args.text)
         if args.json:
             emit_json({"action": action, "agent_id": args.agent, "fact_ids": ids})
@@ -100,10 +108,11 @@ def target_command(action: str) -> Callable[[argparse.Namespace], int]:
 
 
 def cmd_alias(args: argparse.Namespace) -> int:
-    with open_memory(args) as memory:
+    if args.list and args.term is not None:
+        raise CliUsageError("alias --list takes only AGENT")
+    with open_memory(args, existing=args.list) as memory:
         if args.list:
-            if args.term is not None:
-                raise CliUsageError("alias --list takes only AGENT")
+            require_known_agent(memory, args.agent)
             aliases = memory.aliases(args.agent)
             if args.json:
                 emit_json(dump(aliases))
@@ -128,7 +137,8 @@ def cmd_link(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with open_memory(args) as memory:
+    with open_memory(args, existing=True) as memory:
+        require_known_agent(memory, args.agent)
         facts = memory.list(args.agent, include_superseded=not args.live, include_aliases=args.aliases)
     if args.json:
         emit_json(dump(facts))
@@ -145,6 +155,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("words", nargs="+", metavar="AGENT TEXT", help="agent id and fact text ('-' reads stdin)")
     p.add_argument("--shared", action="store_true", help="store in the project-wide __shared__ namespace")
     p.add_argument("--confidence", default="inferred", **CONFIDENCE)
+    p.add_argument(
+        "--session",
+        default=None,
+        metavar="ID",
+        help="mark the fact as a turn of conversation ID (recall lends context only within a session)",
+    )
     p.set_defaults(func=cmd_remember)
     _register_recall(sub, common)
     p = sub.add_parser("revise", parents=[common], help="supersede a fact (exact text) with a correction")
@@ -155,12 +171,6 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     for action, (text, _) in TARGET_ACTIONS.items():
         p = sub.add_parser(action, parents=[common], help=text)
         p.add_argument("agent")
-    p.add_argument(
-        "--session",
-        default=None,
-        metavar="ID",
-        help="mark the fact as a turn of conversation ID (recall lends context only within a session)",
-    )
         p.add_argument("text", help="the exact fact text")
         p.set_defaults(func=target_command(action))
     _register_alias_link_list(sub, common)
