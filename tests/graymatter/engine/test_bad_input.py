@@ -56,7 +56,7 @@ def _assert_one_line_error(result: Any, code: int, *needles: str) -> None:
             ["remember", "agent", "-"],
             "x" * (LIMIT + 1),
             2,
-            f"text is {LIMIT + 1} bytes; the limit is {LIMIT} bytes",
+            f"text is over {LIMIT} bytes; the limit is {LIMIT} bytes",
         ),
         (["remember", "agent", "-"], "é" * (LIMIT // 2 + 1), 2, f"the limit is {LIMIT} bytes"),
         (["recall", " ", "query"], None, 2, "agent_id is required"),

@@ -31,7 +31,7 @@ def read_stream(stream: BinaryIO, limit: int, what: str) -> str:
         parts.append(chunk)
         size += len(chunk)
         if size > limit:
-            raise InvalidInput(f"{what} is larger than the limit of {limit} bytes (reading stopped there)")
+            raise InvalidInput(f"{what} is over {limit} bytes; the limit is {limit} bytes (reading stopped)")
     try:
         return b"".join(parts).decode("utf-8")
     except UnicodeDecodeError:

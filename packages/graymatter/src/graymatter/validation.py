@@ -121,6 +121,30 @@ def session(value: Any) -> str | None:
     return value
 
 
+MAX_JSON_DEPTH = 100
+"""How deeply arrays and objects may nest in any JSON we accept (request bodies, states, metadata)."""
+
+
+def nesting(value: Any, field: str, limit: int = MAX_JSON_DEPTH) -> Any:
+    """``value`` unchanged when its lists and dicts nest at most ``limit`` deep, else ``InvalidInput``.
+
+    Iterative, so a value too deep for Python's recursion limit is refused rather than crashing.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise InvalidInput(f"{field} nests more than {limit} levels deep")
+        stack.extend((child, depth + 1) for child in children)
+    return value
+
+
 def json_object(value: Any, field: str, max_bytes: int) -> dict[str, Any]:
     """A JSON object: a dict, or a string holding one. Must serialise as strict JSON within the limit."""
     if isinstance(value, str):
@@ -140,7 +164,8 @@ def json_object(value: Any, field: str, max_bytes: int) -> dict[str, Any]:
 
 
 def json_bytes(value: Any, field: str) -> bytes:
-    """Strict JSON encoding (no NaN/Infinity, string keys) or ``InvalidInput``."""
+    """Strict JSON encoding (no NaN/Infinity, string keys, the nesting bound) or ``InvalidInput``."""
+    nesting(value, field)
     try:
         return json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
     except (TypeError, ValueError) as exc:

@@ -64,7 +64,7 @@ def test_endless_input_stops_at_its_bound(
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert f"is larger than the limit of {limit} bytes (reading stopped there)" in lines[0]
+    assert f"is over {limit} bytes; the limit is {limit} bytes (reading stopped)" in lines[0]
     assert not store.exists()  # refused before the store was opened
 
 
@@ -82,7 +82,7 @@ def test_read_stream_bounds_exactly(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"x" * 10)
     assert read_source(str(path), 10, "thing") == "x" * 10
-    with pytest.raises(InvalidInput, match="thing is larger than the limit of 9 bytes"):
+    with pytest.raises(InvalidInput, match="thing is over 9 bytes; the limit is 9 bytes"):
         read_source(str(path), 9, "thing")
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(InvalidInput, match="thing is not UTF-8 text"):

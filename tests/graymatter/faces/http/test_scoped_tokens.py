@@ -79,6 +79,7 @@ def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers:
         ("POST", "/remember", {"json": {"agent_id": "alpha", "text": "x"}}),
         ("POST", "/checkpoints", {"json": {"agent_id": "alpha", "state": {}}}),
         ("POST", "/forget", {"json": {"agent_id": "alpha", "text": "x"}}),
+        ("POST", "/revise", {"json": {"agent_id": "alpha", "old_text": "x", "new_text": "y"}}),
     ]:
         response = httpx.request(method, url + path, headers=h_reader, timeout=30, **kwargs)
         assert response.status_code == 403, (method, path, response.text)

@@ -89,7 +89,24 @@ def _register_serve(subparsers: Any) -> None:
         metavar="S",
         help="seconds to finish in-flight requests",
     )
+    _limit_options(serve)
     serve.set_defaults(func=run_serve)
+
+
+def _limit_options(serve: argparse.ArgumentParser) -> None:
+    """Slow-client and connection limits, and the PostgreSQL pool (docs/limits.md, docs/postgres.md)."""
+    for flag, default, what in (
+        ("--read-timeout", 30.0, "seconds a client has to send one whole request (30)"),
+        ("--idle-timeout", 5.0, "seconds an idle keep-alive connection stays open (5)"),
+        ("--pool-timeout", 30.0, "seconds a request waits for a busy PostgreSQL pool (30)"),
+    ):
+        serve.add_argument(flag, type=float, default=default, metavar="S", help=what)
+    for flag, count, what in (
+        ("--max-connections", 1000, "open connections per server process (1000)"),
+        ("--pool-min", 1, "PostgreSQL connections each process keeps open (1)"),
+        ("--pool-max", 8, "PostgreSQL connections each process may open (8)"),
+    ):
+        serve.add_argument(flag, type=int, default=count, metavar="N", help=what)
 
 
 def _register_token(subparsers: Any) -> None:
@@ -237,6 +254,10 @@ def _checked_bind(args: argparse.Namespace) -> tuple[str, int]:
         raise InvalidInput("--rate-limit must be >= 0 and --rate-burst >= 1")
     if not 1024 <= args.max_body_bytes <= 64 * 1024 * 1024:
         raise InvalidInput("--max-body-bytes must be between 1024 and 67108864")
+    if not (args.read_timeout > 0 and args.idle_timeout > 0 and args.pool_timeout > 0):
+        raise InvalidInput("--read-timeout, --idle-timeout and --pool-timeout must be positive")
+    if args.max_connections < 1 or not 1 <= args.pool_min <= args.pool_max:
+        raise InvalidInput("--max-connections must be >= 1 and 1 <= --pool-min <= --pool-max")
     return host, port
 
 
@@ -278,12 +299,16 @@ def run_serve(args: argparse.Namespace) -> int:
         rate_burst=args.rate_burst,
         extra_hosts=list(args.allow_host),
         max_body_bytes=args.max_body_bytes,
+        read_timeout_s=args.read_timeout,
+        max_connections=args.max_connections,
+        pool=(args.pool_min, args.pool_max, args.pool_timeout),
     )
     configure_logging()
     common: dict[str, Any] = {
         "log_level": "info",
         "access_log": False,
         "timeout_graceful_shutdown": args.graceful_timeout,
+        "timeout_keep_alive": args.idle_timeout,
         "server_header": False,
         "log_config": None,
     }
@@ -303,5 +328,5 @@ def run_serve(args: argparse.Namespace) -> int:
         raise
     print(f"graymatter serving REST + MCP on http://{shown_host(host)}:{bound}", file=sys.stderr)
     sys.stderr.flush()
-    run_server(app, sock, **common)
+    run_server(app, sock, settings, **common)
     return 0

@@ -15,7 +15,9 @@ _DESCRIPTIONS = {
     401: "Missing or invalid bearer token",
     403: "Token not allowed for this agent namespace or operation (nothing changed)",
     404: "No matching fact or checkpoint",
+    409: "Another writer revised or forgot the fact first (nothing changed)",
     413: "Request body too large",
+    415: "Request body is not application/json",
     422: "Invalid input (nothing changed)",
     429: "Rate limit exceeded; retry after the Retry-After seconds",
     503: "Store unavailable",
@@ -73,7 +75,7 @@ def _operation(route: Route, schemas: _Schemas) -> dict[str, Any]:
     responses: dict[str, Any] = {
         str(route.status): {"description": "Success", "content": schemas.json(route.response_model)},
     }
-    for status in (*route.errors, *((413,) if route.body_model else ())):
+    for status in (*route.errors, *((413, 415) if route.body_model else ())):
         responses[str(status)] = schemas.error(status)
     operation: dict[str, Any] = {
         "operationId": route.operation_id,

@@ -21,6 +21,7 @@ from graymatter.faces.http.asgi import (
 from graymatter.faces.http.errors import error_for
 from graymatter.faces.http.observability import Metrics
 from graymatter.faces.http.routes import ROUTES, Route
+from graymatter.validation import MAX_JSON_DEPTH, nesting
 
 MCP_PATH = "/mcp"
 """Where the service mounts MCP (streamable HTTP)."""
@@ -81,12 +82,24 @@ class RestApp:
     ) -> Response:
         from starlette.concurrency import run_in_threadpool
 
+        if route.body_model is not None and not _json_body(scope):
+            return error_response(415, "unsupported_media_type", "the request body must be application/json")
         try:
             argument = await _argument(route, path_args, scope, receive)
             result = await run_in_threadpool(route.handler, self.memory, argument)
             return json_response(route.status, result.model_dump(mode="json"))
         except Exception as exc:
             return error_for(exc, f"{route.method} {route.path}")
+
+
+def _json_body(scope: Scope) -> bool:
+    """Whether the declared body type is JSON (``application/json``, ``*/*+json``) or not declared."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == b"content-type":
+            media: str = value.decode("latin-1").split(";", 1)[0].strip().lower()
+            suffixed = media.startswith("application/") and media.endswith("+json")
+            return media == "application/json" or suffixed
+    return True
 
 
 async def _argument(route: Route, path_args: dict[str, str], scope: Scope, receive: Receive) -> Any:
@@ -96,8 +109,11 @@ async def _argument(route: Route, path_args: dict[str, str], scope: Scope, recei
         raw = await read_body(receive)
         try:
             payload = json.loads(raw) if raw else None
+        except RecursionError:
+            raise InvalidInput(f"request body nests more than {MAX_JSON_DEPTH} levels deep") from None
         except (ValueError, UnicodeDecodeError):
             raise InvalidInput("request body must be a JSON object") from None
+        nesting(payload, "request body")
         if not isinstance(payload, dict):
             raise InvalidInput("request body must be a JSON object")
         argument = route.body_model.model_validate(payload)

@@ -143,7 +143,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/facts", "list_facts", "List an agent's facts, newest first", _facts, FactsResponse,
           query_model=FactsQuery),
     Route("POST", "/revise", "revise", "Replace a fact (the old one is tombstoned)", _revise, Revision,
-          body_model=ReviseRequest, errors=_WITH_404),
+          body_model=ReviseRequest, errors=(*_WITH_404, 409)),
     Route("POST", "/forget", "forget", "Tombstone a fact by exact text", _forget, ForgetResponse,
           body_model=ForgetRequest, errors=_WITH_404),
     Route("POST", "/checkpoints", "checkpoint_save", "Save a checkpoint", _checkpoint_save, Checkpoint,

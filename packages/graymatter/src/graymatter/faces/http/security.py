@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 from graymatter.bounded import TOKEN_FILE_MAX_BYTES
-from graymatter.errors import HttpSecurityError, InvalidInput
+from graymatter.errors import GraymatterError, HttpSecurityError, InvalidInput
 from graymatter.faces.http.asgi import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
@@ -282,8 +282,15 @@ class SecurityMiddleware:
             presented = presented.strip()
             verdict: Identity | None = None
             if scheme.lower() == "bearer" and presented:
-                outcome = policy.authenticate(presented)
-                verdict = await outcome if inspect.isawaitable(outcome) else outcome
+                try:
+                    outcome = policy.authenticate(presented)
+                    verdict = await outcome if inspect.isawaitable(outcome) else outcome
+                except GraymatterError as exc:  # e.g. the token store is unreachable: 503, as JSON
+                    from graymatter.faces.http.errors import status_for
+
+                    reason = (exc.message.splitlines() or [exc.code])[0]
+                    await _refuse(send, status_for(exc), exc.code, reason)
+                    return
             if verdict is None:
                 await _refuse(
                     send,
@@ -378,23 +385,3 @@ async def _refuse(
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
-
-
-__all__ = [
-    "IDENTITY_KEY",
-    "MAX_BODY_BYTES",
-    "TOKEN_ENV",
-    "TOKEN_FILE_NAME",
-    "Authenticator",
-    "HttpSecurityPolicy",
-    "Identity",
-    "SecurityMiddleware",
-    "build_policy",
-    "generate_token",
-    "is_loopback",
-    "load_or_create_token",
-    "parse_bind",
-    "require_loopback_for_no_auth",
-    "resolve_token",
-    "static_token_authenticator",
-]

@@ -31,6 +31,10 @@ class ServeSettings(TypedDict):
     rate_burst: int
     extra_hosts: list[str]
     max_body_bytes: int
+    read_timeout_s: float
+    max_connections: int
+    pool: tuple[int, int, float]
+    """PostgreSQL pool: min connections, max connections, seconds a call waits for one."""
 
 
 def shown_host(host: str) -> str:
@@ -52,11 +56,24 @@ def bind_socket(host: str, port: int, address: str) -> socket.socket:
     return sock
 
 
-def run_server(app: ASGIApp, sock: socket.socket, **options: Any) -> None:
-    """Serve ``app`` on ``sock`` with uvicorn until interrupted (``options`` go to ``uvicorn.Config``)."""
+def _limits(settings: ServeSettings | None) -> dict[str, Any]:
+    """Apply the connection limits in this process (defaults without settings); the uvicorn options
+    that enforce them."""
+    from graymatter.faces.http.protocol import LIMITS, configure
+
+    if settings is None:
+        return configure(LIMITS.read_timeout_s, LIMITS.max_connections)
+    return configure(settings["read_timeout_s"], settings["max_connections"])
+
+
+def run_server(
+    app: ASGIApp, sock: socket.socket, settings: ServeSettings | None = None, **options: Any
+) -> None:
+    """Serve ``app`` on ``sock`` with uvicorn until interrupted (``options`` go to ``uvicorn.Config``),
+    with the read timeout and connection cap of ``settings`` (the defaults without)."""
     import uvicorn
 
-    uvicorn.Server(uvicorn.Config(app, **options)).run(sockets=[sock])
+    uvicorn.Server(uvicorn.Config(app, **_limits(settings), **options)).run(sockets=[sock])
 
 
 def run_workers(settings: ServeSettings, workers: int, **options: Any) -> None:
@@ -65,7 +82,13 @@ def run_workers(settings: ServeSettings, workers: int, **options: Any) -> None:
 
     os.environ[SERVE_CONFIG_ENV] = json.dumps(settings)
     uvicorn.run(
-        WORKER_FACTORY, factory=True, host=settings["host"], port=settings["port"], workers=workers, **options
+        WORKER_FACTORY,
+        factory=True,
+        host=settings["host"],
+        port=settings["port"],
+        workers=workers,
+        **_limits(settings),
+        **options,
     )
 
 
@@ -74,9 +97,9 @@ def build_service(settings: ServeSettings, port: int | None = None) -> ASGIApp:
     from graymatter.engine.access import TokenService
     from graymatter.engine.memory import Memory
     from graymatter.faces.http.app import ServiceConfig, build_app
-    from graymatter.store import open_store
+    from graymatter.store import PoolBounds, open_store
 
-    memory = Memory(store=open_store(settings["store"]))
+    memory = Memory(store=open_store(settings["store"], pool=PoolBounds(*settings["pool"])))
     try:
         tokens = TokenService(memory.store.token_store(), default_token=settings["token"])
         config = ServiceConfig(
@@ -101,4 +124,5 @@ def worker_app() -> ASGIApp:
 
     configure_logging()
     settings: ServeSettings = json.loads(os.environ[SERVE_CONFIG_ENV])
+    _limits(settings)
     return build_service(settings)

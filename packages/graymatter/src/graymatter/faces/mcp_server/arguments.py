@@ -7,9 +7,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graymatter.errors import ToolFailure
+from graymatter.errors import InvalidInput, ToolFailure
 from graymatter.faces.mcp_server.schemas import ArgumentsModel
-from graymatter.validation import error_location
+from graymatter.validation import MAX_JSON_DEPTH, error_location, nesting
 
 ON_MISSING_ERROR = 'on_missing must be "error" or "empty"'
 
@@ -20,6 +20,10 @@ def validate_arguments(tool: str, model: type[ArgumentsModel], arguments: dict[s
     The checks whose texts are part of the contract (``on_missing``, reflect identity, ``agent_id``) run
     first, so a caller never sees a generic validation message for them.
     """
+    try:
+        nesting(arguments, "arguments")
+    except InvalidInput as exc:
+        raise ToolFailure(f"invalid arguments for {tool}: {exc}") from None
     if tool == "checkpoint_resume" and "on_missing" in arguments:
         value = arguments["on_missing"]
         if not (isinstance(value, str) and value in ("error", "empty")):
@@ -82,7 +86,11 @@ def parse_state(raw: str | None) -> dict[str, Any]:
     if raw is None:
         return {}
     try:
-        state = json.loads(raw, parse_constant=_reject_constant)
+        state = nesting(json.loads(raw, parse_constant=_reject_constant), "state")
+    except (RecursionError, InvalidInput):
+        raise ToolFailure(
+            f"state must be valid JSON: it nests more than {MAX_JSON_DEPTH} levels deep"
+        ) from None
     except ValueError as exc:
         raise ToolFailure(f"state must be valid JSON: {exc}") from exc
     if not isinstance(state, dict):

@@ -19,6 +19,21 @@ from graymatter.errors import InvalidInput, StorageError, StoreUnavailable
 T = TypeVar("T")
 
 _RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock detected
+_SERVER_GONE_SQLSTATES = {"57P01", "57P02", "57P03"}  # admin/crash shutdown, cannot connect now
+
+AWAY_WAIT_S = 0.5
+"""While the database is known to be away, how long a call waits for a pooled connection (then 503)."""
+RECONNECT_S = 2.0
+"""How long the pool retries one reconnection before giving up; the next call starts a fresh attempt,
+so a database that comes back is used within about this long."""
+MAX_IDLE_S = 60.0
+"""Idle connections above the pool minimum are closed after this long."""
+
+
+def server_gone(exc: psycopg.OperationalError) -> bool:
+    """Whether a driver error means the server is unreachable (rather than that a statement failed)."""
+    state = exc.sqlstate
+    return state is None or state.startswith("08") or state in _SERVER_GONE_SQLSTATES
 
 
 def redact_url(url: str) -> str:
@@ -58,6 +73,8 @@ def _open_pool(dsn: str, url: str, min_size: int, max_size: int, timeout: float)
             kwargs={"autocommit": True},
             open=False,
             name="graymatter",
+            reconnect_timeout=RECONNECT_S,
+            max_idle=MAX_IDLE_S,
         )
         pool.open(wait=True, timeout=timeout)
     except PoolTimeout:
@@ -77,6 +94,9 @@ class PostgresConnections:
         self._dsn = url.replace("postgres://", "postgresql://", 1) if url.startswith("postgres://") else url
         self.url = redact_url(self._dsn)
         self._closed = False
+        self._timeout = timeout
+        self._away = False
+        """Set when the database stopped answering; cleared by the next call that succeeds."""
         self.pool = _open_pool(self._dsn, self.url, min_size, max_size, timeout)
 
     def close(self) -> None:
@@ -92,16 +112,21 @@ class PostgresConnections:
         self._read(lambda c: c.execute("SELECT 1 FROM gm_meta LIMIT 1").fetchall())
 
     def _attempt(self, work: Callable[[psycopg.Connection[Any]], T], write: bool) -> T:
+        wait = AWAY_WAIT_S if self._away else self._timeout
         try:
-            with self.pool.connection() as conn:
+            with self.pool.connection(timeout=wait) as conn:
                 if write:
                     with conn.transaction():
-                        return work(conn)
-                return work(conn)
+                        result = work(conn)
+                else:
+                    result = work(conn)
         except PoolTimeout:
+            self._away = True
             raise StoreUnavailable(
-                f"no PostgreSQL connection available from {self.url} (pool timeout)"
+                f"no PostgreSQL connection available from {self.url} within {wait:g} s"
             ) from None
+        self._away = False
+        return result
 
     def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, write: bool) -> T:
         if self._closed:
@@ -112,6 +137,7 @@ class PostgresConnections:
             try:
                 return self._attempt(work, write)
             except psycopg.OperationalError as exc:
+                self._away = self._away or server_gone(exc)
                 if exc.sqlstate in _RETRYABLE_SQLSTATES and attempts < 8:
                     time.sleep(0.005 * attempts * (0.5 + random.random()))
                     continue

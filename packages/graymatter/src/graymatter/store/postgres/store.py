@@ -76,7 +76,7 @@ class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch
 
     def token_store(self) -> TokenStore:
         """The scoped tokens of this store: its ``gm_tokens`` table (shared by every server)."""
-        return PostgresTokenStore(self.pool)
+        return PostgresTokenStore(self._read, self._write)
 
     # -- counters ----------------------------------------------------------------------------------
     def bump_write_counter(self, agent_id: str, by: int = 1) -> int:
