@@ -23,7 +23,13 @@ import traceback
 from datetime import UTC, datetime
 from typing import Any
 
-from benchmarks.harness import cleanup_cache_dir, machine_info, results_dir, write_json_atomic
+from benchmarks.harness import (
+    MissingBenchmarkData,
+    cleanup_cache_dir,
+    machine_info,
+    results_dir,
+    write_json_atomic,
+)
 
 # Run order: cheap and engine-only first; other helpers' modules after.
 REGISTRY: tuple[str, ...] = (
@@ -111,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             try:
                 summary.append(run_one(name, args.quick))
+            except MissingBenchmarkData as exc:  # data not on this machine: not a failure of the code
+                print(f"== {name}: skipped ({exc})")
+                summary.append({"name": name, "status": "skipped", "elapsed_s": 0.0, "path": ""})
             except Exception as exc:  # one failing benchmark must not hide the others
                 traceback.print_exc()
                 print(f"== {name}: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)

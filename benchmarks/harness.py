@@ -24,6 +24,12 @@ from typing import Any
 BENCH_ROOT = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_ROOT.parent
 RESULTS_DIR_ENV = "GRAYMATTER_BENCH_RESULTS"
+
+
+class MissingBenchmarkData(FileNotFoundError):
+    """A benchmark's external data set is not on this machine: the run skips it and says where to point."""
+
+
 CACHE_DIR_ENV = "GRAYMATTER_BENCH_CACHE"
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 DATA_ENV = "GRAYMATTER_LOCOMO_PATH"
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "shared" / "bench-data" / "locomo" / "locomo-dev.json"
@@ -35,6 +36,14 @@ class Turn:
 
 
 @dataclass(frozen=True)
+class Observation:
+    """One ``observation`` statement of a session (a fact-shaped memory) and the turns it comes from."""
+
+    text: str
+    dia_ids: frozenset[str]
+
+
+@dataclass(frozen=True)
 class Question:
     text: str
     category: int
@@ -47,6 +56,7 @@ class Conversation:
     speakers: tuple[str, str]
     turns: list[Turn] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
 
 
 def data_path() -> Path:
@@ -70,6 +80,17 @@ def _evidence_ids(raw: Sequence[str]) -> frozenset[str]:
     return frozenset(ids)
 
 
+def _observations(raw: dict[str, Any]) -> list[Observation]:
+    """Every session's observations in session order: ``{speaker: [[text, dia_id(s)], ...]}``."""
+    out: list[Observation] = []
+    keyed = sorted((n, key) for key in raw if (n := _session_number(key.removesuffix("_observation"))))
+    for _, key in keyed:
+        for items in raw[key].values():
+            for text, ids in items:
+                out.append(Observation(str(text), _evidence_ids(ids if isinstance(ids, list) else [ids])))
+    return out
+
+
 def load_conversations(path: Path | None = None) -> list[Conversation]:
     """Parse the LoCoMo JSON into conversations with ordered turns and scorable questions.
 
@@ -78,7 +99,9 @@ def load_conversations(path: Path | None = None) -> list[Conversation]:
     """
     source = path or data_path()
     if not source.is_file():
-        raise FileNotFoundError(
+        from benchmarks.harness import MissingBenchmarkData
+
+        raise MissingBenchmarkData(
             f"LoCoMo data not found at {source}; set {DATA_ENV} to the locomo-dev.json path"
         )
     raw = json.loads(source.read_text(encoding="utf-8"))
@@ -91,6 +114,7 @@ def load_conversations(path: Path | None = None) -> list[Conversation]:
             date = str(conv.get(f"{key}_date_time", ""))
             for turn in conv[key]:
                 item.turns.append(Turn(turn["dia_id"], number, date, turn["speaker"], turn["text"]))
+        item.observations = _observations(sample.get("observation") or {})
         known = {t.dia_id for t in item.turns}
         for qa in sample["qa"]:
             if qa.get("category") not in SCORED_CATEGORIES:
