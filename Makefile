@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml packages/graymatter/pyproject.toml packages/tinyagent/p
 	@echo "==> creating $(VENV) and installing graymatter + tinyagent (about a minute the first time)"
 	@$(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | $(PIP_PROGRESS)
-	@set -o pipefail; $(PY) -m pip install --disable-pip-version-check -e './packages/graymatter[postgres]' -e ./packages/tinyagent --group dev 2>&1 | $(PIP_PROGRESS)
+	@set -o pipefail; $(PY) -m pip install --disable-pip-version-check -e './packages/graymatter[postgres]' -e './packages/tinyagent[mcp]' --group dev 2>&1 | $(PIP_PROGRESS)
 	@touch $(STAMP)
 	@echo "==> installed; the commands are in $(VENV)/bin (source $(VENV)/bin/activate to put them on PATH)"
 

@@ -85,4 +85,5 @@ def test_the_development_install_has_both_wings() -> None:
     from importlib.metadata import version
 
     assert version("graymatter") and version("tinyagent")
+    assert version("mcp") == "2.3.0"  # tinyagent's `mcp` extra (its MCP client tests need it)
     assert sys.prefix != sys.base_prefix

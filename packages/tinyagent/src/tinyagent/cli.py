@@ -126,6 +126,19 @@ def _add_extension_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TOKENS",
         help="Anthropic extended thinking: token budget per reply (>= 1024; other providers ignore it)",
     )
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        metavar="NAME=COMMAND",
+        help="also offer the tools of this stdio MCP server as mcp__NAME__TOOL (repeatable)",
+    )
+    parser.add_argument(
+        "--memory",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="remember across runs with graymatter (graymatter mcp serve for the project; default off)",
+    )
+    parser.add_argument("--memory-dir", metavar="DIR", help="the graymatter store to use with --memory")
 
 
 def _add_resume_arguments(parser: argparse.ArgumentParser) -> None:
@@ -186,7 +199,14 @@ def run_fresh(args: argparse.Namespace) -> int:
     from tinyagent.config.settings import resolve_settings
     from tinyagent.output import Reporter
     from tinyagent.prompts import build_system_prompt
-    from tinyagent.runner import SETUP_ERRORS, build_provider, default_output_path, execute, new_trajectory
+    from tinyagent.runner import (
+        SETUP_ERRORS,
+        build_provider,
+        default_output_path,
+        execute,
+        new_trajectory,
+        start_mcp,
+    )
 
     try:
         settings = resolve_settings(args)
@@ -194,6 +214,7 @@ def run_fresh(args: argparse.Namespace) -> int:
         output = settings.output or os.fspath(default_output_path())
         _check_output_path(output)
         provider = build_provider(settings, args.base_url)
+        hub, mcp_tools = start_mcp(settings)  # after every other check: it starts programs
     except SETUP_ERRORS as exc:
         raise UsageError(str(exc)) from exc
 
@@ -202,8 +223,18 @@ def run_fresh(args: argparse.Namespace) -> int:
         f"provider {settings.provider}, model {settings.model}, cwd {settings.cwd}, "
         f"streaming {'on' if settings.stream else 'off'}"
     )
-    trajectory = new_trajectory(task, settings, system_prompt)
-    return execute(trajectory, settings, provider, output, reporter)
+    try:
+        memory_context = None
+        if hub is not None and settings.memory:
+            from tinyagent.mcpclient.memory import recall_context
+
+            memory_context = recall_context(hub, task)
+        trajectory = new_trajectory(task, settings, system_prompt, mcp_tools, memory_context)
+    except BaseException:
+        if hub is not None:
+            hub.close()
+        raise
+    return execute(trajectory, settings, provider, output, reporter, hub=hub)
 
 
 def _check_output_path(output: str) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,8 +30,10 @@ from tinyagent.output import Reporter
 
 if TYPE_CHECKING:
     from tinyagent.config.settings import Settings
+    from tinyagent.mcpclient.hub import McpHub
     from tinyagent.providers.base import Provider
     from tinyagent.trajectory.models import Limits, Trajectory
+    from tinyagent.types import ToolSpec
 
 SETUP_ERRORS: tuple[type[Exception], ...] = (TinyAgentError, ValueError)
 """What a failed set-up raises (settings, instructions, output path, provider): reported as a usage error."""
@@ -86,15 +88,46 @@ def build_provider(
     )
 
 
-def new_trajectory(task: str, settings: Settings, system_prompt: str) -> Trajectory:
-    """The initial trajectory of a fresh run: system prompt and task, limits, tool set, resume metadata."""
+def start_mcp(settings: Settings) -> tuple[McpHub | None, list[ToolSpec]]:
+    """Connect the configured MCP servers (none: no hub, and the SDK is never imported)."""
+    if not settings.mcp_servers:
+        return None, []
+    from tinyagent.keys import provider_environ, remember
+    from tinyagent.mcpclient.hub import McpHub
+
+    environ = provider_environ()
+    for _name, server in settings.mcp_servers:
+        if server.bearer_token_env:
+            remember(environ.get(server.bearer_token_env))
+    hub = McpHub(
+        settings.mcp_servers,
+        cwd=settings.cwd,
+        timeout=settings.tool_timeout,
+        output_cap=settings.output_cap,
+        environ=environ,
+    )
+    return hub, hub.start()
+
+
+def new_trajectory(
+    task: str,
+    settings: Settings,
+    system_prompt: str,
+    mcp_tools: Sequence[ToolSpec] = (),
+    memory_context: str | None = None,
+) -> Trajectory:
+    """The initial trajectory of a fresh run: system prompt and task, limits, tool set, resume metadata.
+
+    `mcp_tools` follow the built-in tools; `memory_context` (what --memory found) ends the system prompt.
+    """
     from tinyagent.loop.agent import utc_now
     from tinyagent.prompts import instructions_sha256
     from tinyagent.tools.specs import TOOL_SPECS, toolset_sha256
     from tinyagent.trajectory.models import ResumeMetadata, Timing, Trajectory
     from tinyagent.types import Message
 
-    tools = list(TOOL_SPECS)
+    tools = [*TOOL_SPECS, *mcp_tools]
+    system_prompt += memory_context or ""
     return Trajectory(
         tinyagent_version=__version__,
         task=task,
@@ -110,8 +143,20 @@ def new_trajectory(task: str, settings: Settings, system_prompt: str) -> Traject
             agents_md=settings.agents_md,
             instructions_sha256=instructions_sha256(system_prompt),
             toolset_sha256=toolset_sha256(tools),
+            memory_context=memory_context,
         ),
     )
+
+
+def _save_memory(hub: McpHub, trajectory: Trajectory, reporter: Reporter) -> None:
+    """The closing memory checkpoint (every ending); a failure is a warning, not a failed run."""
+    from tinyagent.mcpclient.memory import save_checkpoint
+
+    problem = save_checkpoint(hub, trajectory)
+    if problem is None:
+        reporter.progress("memory: checkpoint saved to graymatter")
+    else:
+        reporter.warning(f"memory: the closing checkpoint was not saved ({problem})")
 
 
 def limits_from(settings: Settings) -> Limits:
@@ -130,6 +175,7 @@ def execute(
     *,
     stop_on_save_failure: bool = False,
     create_new: bool = False,
+    hub: McpHub | None = None,
 ) -> int:
     """Run `trajectory` to its end saving to `output_path`; print summary and answer; return the exit code.
 
@@ -142,7 +188,13 @@ def execute(
     from tinyagent.trajectory.models import ExitStatus
 
     path = os.fspath(output_path)
-    toolbox = Toolbox(settings.cwd, timeout=settings.tool_timeout, output_cap=settings.output_cap)
+    toolbox = Toolbox(
+        settings.cwd,
+        timeout=settings.tool_timeout,
+        output_cap=settings.output_cap,
+        specs=trajectory.tools,
+        external=hub,
+    )
     agent = Agent(
         provider,
         toolbox,
@@ -153,11 +205,15 @@ def execute(
     )
     try:
         agent.run(trajectory)
+        if hub is not None and settings.memory:
+            _save_memory(hub, trajectory, reporter)
     finally:
         try:
             provider.close()
         except Exception:
             pass
+        if hub is not None:
+            hub.close()
     reporter.summary(trajectory, path, save_failed=agent.save_failed)
     if trajectory.exit_status is ExitStatus.SUBMITTED and trajectory.submission is not None:
         try:

@@ -7,7 +7,7 @@ Config files are YAML mappings validated by `ConfigFile` (unknown keys are error
 - `--config FILE` replaces both discovered files.
 
 A project file may not set `api_key` or `base_url`: a cloned repository must not be able to redirect
-your credentials.
+your credentials; nor `mcp_servers`: it must not start programs of its choosing.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tinyagent.config.mcp import McpServerConfig, server_name_error
 from tinyagent.defaults import MAX_CONFIG_BYTES
 from tinyagent.errors import UsageError
 from tinyagent.validation import first_error
@@ -60,6 +61,18 @@ class ConfigFile(BaseModel):
     thinking_budget: int | None = Field(default=None, ge=1024)
     instructions: str | None = None
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    memory: Literal["graymatter"] | None = None
+    memory_dir: str | None = None
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        for name in value:
+            problem = server_name_error(name)
+            if problem is not None:
+                raise ValueError(problem)
+        return value
 
     @field_validator("cost_limit", "time_limit", "tool_timeout", "request_timeout")
     @classmethod
@@ -110,6 +123,11 @@ def load_config_file(path: Path, *, project: bool) -> ConfigFile:
                     f"project config {path} sets providers.{name}.api_key/base_url; credentials and "
                     "endpoints belong in the environment or the user config"
                 )
+        if config.mcp_servers:
+            raise ConfigError(
+                f"project config {path} declares mcp_servers; a repository must not start programs of its "
+                "choosing: declare MCP servers in the user config, --config FILE or with --mcp"
+            )
     return config
 
 

@@ -24,6 +24,7 @@ from tinyagent.config.files import (
     user_config_path,
     warn_if_key_exposed,
 )
+from tinyagent.config.mcp import MEMORY_SERVER, McpServerConfig, memory_server, parse_mcp_flags
 from tinyagent.defaults import (
     DEFAULT_COST_LIMIT,
     DEFAULT_OUTPUT_CAP,
@@ -63,6 +64,8 @@ class Settings:
     request_timeout: float = DEFAULT_REQUEST_TIMEOUT
     agents_md: Literal["auto", "off"] = "auto"
     thinking_budget: int | None = None  # Anthropic extended thinking budget (tokens); None = off
+    mcp_servers: tuple[tuple[str, McpServerConfig], ...] = ()  # (name, server), memory server included
+    memory: bool = False  # graymatter memory across runs (the server MEMORY_SERVER)
     instructions: str | None = None
     quiet: bool = False
     output: str | None = None
@@ -171,6 +174,9 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
     for label, value in (("model", model), ("instructions", instructions), ("base_url", base_url)):
         if value is not None and not _is_utf8(value):
             raise ConfigError(f"the configured {label} is not valid UTF-8 text")
+    memory = bool(sources.pick("memory", bool, False))  # config: `memory: graymatter`
+    memory_dir = sources.pick("memory_dir", str, None)
+    servers = _mcp_servers(layers, getattr(args, "mcp", None) or [], memory, memory_dir, env)
     return Settings(
         provider=provider,
         model=model,
@@ -184,6 +190,8 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         request_timeout=float(request_timeout),
         agents_md=agents_md,
         thinking_budget=thinking_budget,
+        mcp_servers=servers,
+        memory=memory,
         instructions=instructions,
         quiet=bool(getattr(args, "quiet", False)),
         output=getattr(args, "output", None),
@@ -192,6 +200,24 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         config_files=tuple(label for label, _ in layers),
         sources=sources.chosen,
     )
+
+
+def _mcp_servers(
+    layers: list[tuple[str, ConfigFile]],
+    flags: list[str],
+    memory: bool,
+    memory_dir: str | None,
+    env: Mapping[str, str],
+) -> tuple[tuple[str, McpServerConfig], ...]:
+    """The MCP servers of the run: config files (later files win per name), then --mcp flags, then memory."""
+    servers: dict[str, McpServerConfig] = {}
+    for _label, layer in layers:
+        servers.update(layer.mcp_servers)
+    for name, server in parse_mcp_flags(flags):
+        servers[name] = server
+    if memory and MEMORY_SERVER not in servers:
+        servers[MEMORY_SERVER] = memory_server(memory_dir, env)
+    return tuple(servers.items())
 
 
 def _config_layers(explicit: str | None, env: Mapping[str, str], cwd: str) -> list[tuple[str, ConfigFile]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from tinyagent.trajectory.models import ResumeMetadata, Trajectory
 
 if TYPE_CHECKING:
     from tinyagent.config.settings import Settings
+    from tinyagent.types import ToolSpec
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,8 @@ def prepare_resume(args: Any, environ: Mapping[str, str] | None = None) -> Resum
     output_path = _check_output(source, Path(os.fspath(output)).expanduser())
     settings = _resolve_settings(args, checkpoint, cwd, environ)
     _check_instructions(checkpoint, settings)
-    _check_toolset(metadata)
+    if not settings.mcp_servers:  # with MCP servers: checked once they are connected (check_toolset)
+        check_toolset(checkpoint, [])
     return ResumePlan(
         source_path=os.path.realpath(source),
         source_sha256=file_sha256(raw),
@@ -192,6 +194,7 @@ def _check_instructions(checkpoint: Trajectory, settings: Settings) -> None:
         )
     try:
         current = build_system_prompt(settings.cwd, recorded_mode, settings.instructions)
+        current += metadata.memory_context or ""  # what --memory found before the first request
     except PromptError as exc:
         refuse("instructions changed", f"cannot rebuild the instructions ({exc}); start a fresh task")
     if instructions_sha256(current) != metadata.instructions_sha256:
@@ -202,12 +205,31 @@ def _check_instructions(checkpoint: Trajectory, settings: Settings) -> None:
         )
 
 
-def _check_toolset(metadata: ResumeMetadata) -> None:
+def check_toolset(checkpoint: Trajectory, mcp_tools: Sequence[ToolSpec]) -> None:
+    """Refuse when the tools offered now (built-in plus `mcp_tools`) differ from the recorded ones.
+
+    "tool set changed": this tinyagent's own tools differ; "mcp tools changed": the MCP servers offer
+    other tools (or none are configured now), with the tool names added and removed.
+    """
+    from tinyagent.mcpclient.results import is_mcp_tool
     from tinyagent.tools.specs import TOOL_SPECS
 
-    if toolset_digest(TOOL_SPECS) != metadata.toolset_sha256:
+    metadata = _metadata(checkpoint)
+    if toolset_digest([*TOOL_SPECS, *mcp_tools]) == metadata.toolset_sha256:
+        return
+    recorded_own = [tool for tool in checkpoint.tools if not is_mcp_tool(tool.name)]
+    if toolset_digest(recorded_own) != toolset_digest(TOOL_SPECS):
         refuse(
             "tool set changed",
             "this tinyagent offers different tools than the run started with; resume with the "
             "tinyagent version that wrote the checkpoint or start a fresh task",
         )
+    before = {tool.name for tool in checkpoint.tools if is_mcp_tool(tool.name)}
+    now = {tool.name for tool in mcp_tools}
+    changes = [f"-{name}" for name in sorted(before - now)] + [f"+{name}" for name in sorted(now - before)]
+    detail = shown(" ".join(changes)) if changes else "the same names with other descriptions or schemas"
+    refuse(
+        "mcp tools changed",
+        f"the MCP servers offer other tools than the run started with ({detail}); configure the same "
+        "servers (mcp_servers, --mcp, --memory) or start a fresh task",
+    )

@@ -80,14 +80,23 @@ def run_resume(args: Any) -> int:
     from tinyagent.errors import UsageError
     from tinyagent.loop.agent import utc_now
     from tinyagent.output import Reporter, write_stderr
-    from tinyagent.runner import SETUP_ERRORS, build_provider, execute
+    from tinyagent.resume.plan import check_toolset
+    from tinyagent.runner import SETUP_ERRORS, build_provider, execute, start_mcp
 
     settings = plan.settings
     try:
         provider = build_provider(settings, getattr(args, "base_url", None))
+        hub, mcp_tools = start_mcp(settings)
     except SETUP_ERRORS as exc:
         raise UsageError(" ".join(str(exc).split())) from exc
-    trajectory = start_trajectory(plan, now=utc_now())
+    try:
+        if hub is not None:
+            check_toolset(plan.checkpoint, mcp_tools)
+        trajectory = start_trajectory(plan, now=utc_now())
+    except BaseException:
+        if hub is not None:
+            hub.close()
+        raise
     checkpoint = plan.checkpoint
     reporter = Reporter(quiet=settings.quiet)
     write_stderr(
@@ -105,5 +114,12 @@ def run_resume(args: Any) -> int:
         f"streaming {'on' if settings.stream else 'off'}"
     )
     return execute(
-        trajectory, settings, provider, plan.output, reporter, stop_on_save_failure=True, create_new=True
+        trajectory,
+        settings,
+        provider,
+        plan.output,
+        reporter,
+        stop_on_save_failure=True,
+        create_new=True,
+        hub=hub,
     )

@@ -21,7 +21,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tinyagent.defaults import DEFAULT_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT
 from tinyagent.errors import TinyAgentError
@@ -51,6 +51,16 @@ class ToolResult:
     submission: str | None = None  # set only by a successful submit
 
 
+class ExternalTools(Protocol):
+    """Tools served elsewhere (the run's MCP servers): which names they handle, and one call."""
+
+    def handles(self, name: str) -> bool: ...
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolResult: ...
+
+    def interrupt(self) -> None: ...
+
+
 class Toolbox:
     """Executes tool calls in `cwd`. One instance per run; `interrupt()` kills the running command."""
 
@@ -61,11 +71,13 @@ class Toolbox:
         timeout: float = DEFAULT_TOOL_TIMEOUT,
         output_cap: int = DEFAULT_OUTPUT_CAP,
         specs: Sequence[ToolSpec] = TOOL_SPECS,
+        external: ExternalTools | None = None,
     ) -> None:
         self.cwd = Path(cwd)
         self.timeout = timeout
         self.output_cap = output_cap
         self.specs = tuple(specs)
+        self.external = external
         self._proc: subprocess.Popen[bytes] | None = None
         self._interrupted = False
 
@@ -80,7 +92,8 @@ class Toolbox:
             "submit": self._submit,
         }
         known = {spec.name for spec in self.specs}
-        if call.name not in handlers or call.name not in known:
+        external = self.external is not None and self.external.handles(call.name) and call.name in known
+        if not external and (call.name not in handlers or call.name not in known):
             return ToolResult(
                 f"error: unknown tool {clean_text(call.name)!r}; available: {', '.join(sorted(known))}", True
             )
@@ -95,6 +108,9 @@ class Toolbox:
         arguments = clean_json_value(arguments)
         if not self.cwd.is_dir():
             raise ToolInfrastructureError(f"working directory is no longer available: {self.cwd}")
+        if external:
+            assert self.external is not None
+            return self.external.call(call.name, arguments)
         try:
             return handlers[call.name](arguments)
         except _BadArguments as exc:
@@ -105,6 +121,8 @@ class Toolbox:
     def interrupt(self) -> None:
         """Kill the running command's process group (safe to call from a signal handler)."""
         self._interrupted = True
+        if self.external is not None:
+            self.external.interrupt()
         proc = self._proc
         if proc is not None:
             kill_group(proc)

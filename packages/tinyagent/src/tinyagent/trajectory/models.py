@@ -72,6 +72,7 @@ class ResumeMetadata(_Model):
     toolset_sha256: str  # digest of the canonical JSON of the offered tool specs
     compaction: dict[str, Any] | None = None  # reserved: any non-null value is refused today
     tool_batch_pending: bool = False  # saved after a reply, before its tools ran: their outcome is unknown
+    memory_context: str | None = None  # what --memory found before the first request (ends the prompt)
 
 
 class ResumeProvenance(_Model):
