@@ -193,4 +193,4 @@ class PostgresKeywordSearch(PostgresConnections):
         groups = [g for g in (self._term_stems([t])[t] for t in kept) if g]
         if not groups:
             return []
-        return self._read(lambda c: _search(c, groups, agent_ids, limit, confidences))
+        return self._snapshot_read(lambda c: _search(c, groups, agent_ids, limit, confidences))

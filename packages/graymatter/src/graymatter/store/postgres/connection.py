@@ -111,12 +111,14 @@ class PostgresConnections:
         """Round-trip the database (readiness probe); raises StoreUnavailable when it does not answer."""
         self._read(lambda c: c.execute("SELECT 1 FROM gm_meta LIMIT 1").fetchall())
 
-    def _attempt(self, work: Callable[[psycopg.Connection[Any]], T], write: bool) -> T:
+    def _attempt(self, work: Callable[[psycopg.Connection[Any]], T], write: bool, snapshot: bool) -> T:
         wait = AWAY_WAIT_S if self._away else self._timeout
         try:
             with self.pool.connection(timeout=wait) as conn:
-                if write:
+                if write or snapshot:
                     with conn.transaction():
+                        if snapshot:
+                            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                         result = work(conn)
                 else:
                     result = work(conn)
@@ -128,14 +130,14 @@ class PostgresConnections:
         self._away = False
         return result
 
-    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, write: bool) -> T:
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T], *, write: bool, snapshot: bool = False) -> T:
         if self._closed:
             raise StorageError("the store is closed")
         attempts = 0
         while True:
             attempts += 1
             try:
-                return self._attempt(work, write)
+                return self._attempt(work, write, snapshot)
             except psycopg.OperationalError as exc:
                 self._away = self._away or server_gone(exc)
                 if exc.sqlstate in _RETRYABLE_SQLSTATES and attempts < 8:
@@ -157,3 +159,8 @@ class PostgresConnections:
 
     def _read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         return self._run(work, write=False)
+
+    def _snapshot_read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run a read of several statements in one REPEATABLE READ, READ ONLY transaction: every statement
+        sees the same committed state (totals and the counts they bound agree)."""
+        return self._run(work, write=False, snapshot=True)
