@@ -210,7 +210,6 @@ def test_wire_bytes_of_absence_and_errors(raw: RawStdio) -> None:
         ("checkpoint_save", {"agent_id": "wire", "state": "[]"}),
         ("memory_reflect", {"action": "add", "text": "no identity"}),
         ("memory_reflect", {"action": "pin", "agent_id": "wire", "target": "no such fact"}),
-        ("no_such_tool", {}),
     ]
     for request_id, (name, arguments) in enumerate(failing_calls, start=2):
         raw.call(request_id, name, arguments)
@@ -219,6 +218,13 @@ def test_wire_bytes_of_absence_and_errors(raw: RawStdio) -> None:
         assert b"structuredContent" not in line, name
         assert message["result"]["isError"] is True
         assert [block["type"] for block in message["result"]["content"]] == ["text"]
+    raw.call(99, "no_such_tool", {})  # not a tool's failure: a protocol error (MCP "Error Handling")
+    _, message = raw.receive()
+    assert message["error"] == {
+        "code": -32602,
+        "message": "Unknown tool: no_such_tool",
+        "data": {"name": "no_such_tool"},
+    }
 
 
 def test_late_cancellation_for_a_finished_call_is_ignored(raw: RawStdio) -> None:

@@ -7,6 +7,7 @@ engine load when the command runs.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,7 +119,8 @@ def _preload() -> None:
 
     import graymatter.engine.memory
     import graymatter.faces.cli.options
-    import graymatter.faces.mcp_server.server  # noqa: F401
+    import graymatter.faces.mcp_server.server
+    import graymatter.faces.mcp_server.stdio  # noqa: F401
 
 
 def run_warm_server() -> None:
@@ -130,9 +132,11 @@ def run_warm_server() -> None:
 
 def _serve_stdio(memory: Memory) -> int:
     from graymatter.faces.mcp_server.server import build_server
+    from graymatter.faces.mcp_server.stdio import configure_stderr_logging, run_stdio
 
+    configure_stderr_logging()
     try:
-        build_server(memory).run("stdio")
+        run_stdio(build_server(memory))
     except KeyboardInterrupt:
         pass
     return 0
@@ -142,6 +146,7 @@ def _serve_http(args: argparse.Namespace, memory: Memory) -> int:
     """MCP alone over streamable HTTP, from the service's one app factory, behind one static token."""
     from graymatter.engine.access import StaticToken
     from graymatter.faces.http.app import ServiceConfig, build_app
+    from graymatter.faces.http.observability import configure_logging
     from graymatter.faces.http.rest import MCP_PATH
     from graymatter.faces.http.security import parse_bind, require_loopback_for_no_auth, resolve_token
     from graymatter.faces.http.serve import bind_socket, run_server, shown_host
@@ -150,6 +155,7 @@ def _serve_http(args: argparse.Namespace, memory: Memory) -> int:
     token = None if args.no_auth else resolve_token(_data_dir(args), args.token)
     if args.no_auth:
         require_loopback_for_no_auth(host)
+    configure_logging(logging.WARNING)  # one JSON line per event on stderr, like ``graymatter serve``
     sock = bind_socket(host, port, args.http)  # the address printed below is usable at once
     try:
         bound_port = sock.getsockname()[1]  # the Host/Origin allow-list needs the real port
@@ -173,5 +179,6 @@ def _serve_http(args: argparse.Namespace, memory: Memory) -> int:
         timeout_graceful_shutdown=10,
         h11_max_incomplete_event_size=64 * 1024,
         server_header=False,
+        log_config=None,
     )
     return 0

@@ -140,4 +140,7 @@ def configure_logging(level: int = logging.INFO) -> None:
         logger.handlers = [handler]
         logger.setLevel(level)
         logger.propagate = False
+    root = logging.getLogger()  # everything else (the MCP SDK, starlette): JSON too, warnings and up
+    root.handlers = [handler]  # set before the SDK's basicConfig, which then leaves it alone
+    root.setLevel(logging.WARNING)
     logging.getLogger("uvicorn.access").disabled = True

@@ -29,7 +29,7 @@ from graymatter import __version__
 from graymatter.faces.mcp_server.arguments import validate_arguments
 from graymatter.faces.mcp_server.failures import error_text
 from graymatter.faces.mcp_server.schemas import input_schema_of
-from graymatter.faces.mcp_server.specs import INSTRUCTIONS, SERVER_NAME, TOOL_SPECS, ToolSpec
+from graymatter.faces.mcp_server.specs import INSTRUCTIONS, SERVER_NAME, TOOL_NAMES, TOOL_SPECS, ToolSpec
 from graymatter.faces.mcp_server.tools import GraymatterTools
 from graymatter.models import Provenance
 
@@ -158,9 +158,57 @@ def build_server(memory: MemoryAPI, *, instructions: str | None = INSTRUCTIONS) 
     tools = GraymatterTools(memory)
     raw_arguments = _raw_arguments_model()
     registered = [_registered_tool(spec, tools, raw_arguments) for spec in TOOL_SPECS]
-    return MCPServer(
+    server = MCPServer(
         SERVER_NAME, instructions=instructions, version=__version__, tools=registered, log_level="WARNING"
     )
+    _offer_tools_only(server)
+    return server
+
+
+UNOFFERED_METHODS = (
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "resources/subscribe",
+    "resources/unsubscribe",
+)
+"""What MCPServer registers by default and graymatter does not offer (no prompts, no resources)."""
+
+
+def _offer_tools_only(server: MCPServer) -> None:
+    """Drop the prompt and resource handlers: the capabilities (derived from the handlers) then advertise
+    tools only, and a prompt or resource request is answered ``-32601 Method not found``.
+
+    The SDK has no public way to unregister a handler; ``tests/graymatter/faces/mcp_server/test_hygiene.py``
+    pins the outcome, so an SDK upgrade that changes this fails there.
+    """
+    handlers: dict[str, Any] = server._lowlevel_server._request_handlers
+    for method in UNOFFERED_METHODS:
+        handlers.pop(method, None)
+    _refuse_unknown_tools(server)
+
+
+def _refuse_unknown_tools(server: MCPServer) -> None:
+    """A call naming no published tool is a protocol error, ``-32602 Unknown tool`` (MCP "Error Handling"),
+    not a tool result the model would take for the tool's answer."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS, CallToolRequestParams
+
+    lowlevel = server._lowlevel_server
+    entry = lowlevel.get_request_handler("tools/call")
+    assert entry is not None
+    call = entry.handler
+
+    async def checked(ctx: Any, params: CallToolRequestParams) -> Any:
+        if params.name not in TOOL_NAMES:
+            raise MCPError(
+                code=INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"name": params.name}
+            )
+        return await call(ctx, params)
+
+    lowlevel.add_request_handler("tools/call", CallToolRequestParams, checked)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,85 @@
+"""MCP over stdio on the SDK's transport and server loop, with a JSON-RPC error for every unreadable line.
+
+The SDK's stdio transport hands a line it cannot parse to the server loop as an exception, which drops it:
+the client then waits for its timeout. Here such a line is answered at once with ``-32700 Parse error``
+(not JSON) or ``-32600 Invalid Request`` (JSON, but no JSON-RPC message), ``id`` null as JSON-RPC 2.0
+says when the id cannot be read. Everything else is the SDK's own transport and loop. Logging goes to
+stderr, one line per event (the SDK's default is a multi-line rich console).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+    from mcp_types import JSONRPCError
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+
+
+class OneLineFormatter(logging.Formatter):
+    """``level logger: first line of the message [exception type]``: never a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        line = f"{record.levelname.lower()} {record.name}: {message.splitlines()[0] if message else ''}"
+        if record.exc_info and record.exc_info[0] is not None:
+            line += f" [{record.exc_info[0].__name__}]"
+        return line
+
+
+def configure_stderr_logging(level: int = logging.WARNING) -> None:
+    """One line per log event on stderr, for every logger (installed before the SDK configures its own)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(level)
+
+
+def rejection(exc: Exception) -> JSONRPCError:
+    """The JSON-RPC error answering a line the transport could not read as a message."""
+    from mcp_types import ErrorData, JSONRPCError
+    from pydantic import ValidationError
+
+    unparsable = isinstance(exc, ValidationError) and any(e["type"] == "json_invalid" for e in exc.errors())
+    error = (
+        ErrorData(code=PARSE_ERROR, message="Parse error")
+        if unparsable
+        else ErrorData(code=INVALID_REQUEST, message="Invalid Request")
+    )
+    return JSONRPCError(jsonrpc="2.0", id=None, error=error)
+
+
+async def _serve(server: MCPServer) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    lowlevel: Any = server._lowlevel_server  # the SDK keeps the loop's server private
+    async with stdio_server() as (read_stream, write_stream):
+        relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def relay() -> None:
+            async with relay_send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        await write_stream.send(SessionMessage(message=rejection(item)))
+                    else:
+                        await relay_send.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(relay)
+            await lowlevel.run(relay_receive, write_stream, lowlevel.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
+def run_stdio(server: MCPServer) -> None:
+    """Serve ``server`` over this process's stdin and stdout until stdin closes."""
+    import anyio
+
+    anyio.run(_serve, server)
