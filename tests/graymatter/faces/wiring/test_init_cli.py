@@ -216,3 +216,15 @@ def test_hand_edited_blocks_are_reported_not_overwritten(wiring: Wiring) -> None
     block = checks["claude-code: instruction block"]
     assert block["status"] == "warn" and "edited by hand" in block["message"]
     assert block["fix"] == f"delete the block from {claude_md}, then: graymatter init --client claude-code"
+
+
+def test_an_existing_opencode_jsonc_is_edited_in_place(wiring: Wiring) -> None:
+    jsonc_file = wiring.project / "opencode.jsonc"
+    original = '{\n  // my OpenCode settings\n  "model": "local/m",\n}\n'
+    jsonc_file.write_text(original)
+    assert wiring.run("init", "--client", "opencode").code == 0
+    assert not (wiring.project / "opencode.json").exists()
+    text = jsonc_file.read_text()
+    assert text.startswith('{\n  // my OpenCode settings\n  "model": "local/m",\n  "mcp": {')
+    assert wiring.run("init", "--client", "opencode", "--uninstall").code == 0
+    assert jsonc_file.read_text() == original

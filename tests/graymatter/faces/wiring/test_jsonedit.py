@@ -197,6 +197,16 @@ def test_the_reader_agrees_with_json(value: object) -> None:
         assert jsonc.loads(text, strict=True) == json.loads(text)
 
 
+def test_a_large_strict_file_round_trips() -> None:
+    history = [{"display": "x" * 40, "pastedContents": {}} for _ in range(10)]
+    projects = {f"/home/me/p{i}": {"history": history, "allowedTools": []} for i in range(2000)}
+    text = json.dumps({"numStartups": 7, "projects": projects, "userID": "u"}, indent=2) + "\n"
+    assert len(text) > 2_000_000
+    wired = set_member(text, KEY, ENTRY, strict=True)
+    assert wired.startswith(text[:-3]) and get_member(wired, KEY, strict=True) == ENTRY
+    assert remove_member(wired, KEY, strict=True) == text
+
+
 def test_positions_in_errors_are_lines_and_columns() -> None:
     assert re.search(r"line 3 column 3", _error('{\n  "a": 1,\n  ]\n}'))
 

@@ -108,7 +108,8 @@ def state(text: str | None) -> BlockState:
 
 def upsert(text: str | None, prefix: str = "") -> str:
     """``text`` with the current block: appended after a blank line when absent (a new file gets
-    ``prefix`` first), replaced in place when stale. Edited or broken blocks are returned unchanged."""
+    ``prefix`` first), replaced in place when stale. Edited or broken blocks, and files that end inside an
+    open code fence (the block would be code), are returned unchanged."""
     if text is None or not text.strip():
         return prefix + render("\n")
     newline = "\r\n" if "\r\n" in text else "\n"
@@ -117,9 +118,8 @@ def upsert(text: str | None, prefix: str = "") -> str:
         return text
     if block is not None:
         return text[: block.start] + render(newline) + text[block.end :]
-    if not text.endswith("\n"):
-        text += newline
-    return text + newline + render(newline)
+    appended = text + ("" if text.endswith("\n") else newline) + newline + render(newline)
+    return appended if isinstance(find(appended), Block) else text  # an unclosed code fence swallows it
 
 
 def remove(text: str, prefix: str = "") -> str | None:

@@ -144,9 +144,14 @@ class ClientSpec:
     def config_path(self, scope: Scope, homes: Homes, root: Path) -> Path:
         """The config file for ``scope``; a client without a project file always uses its user file."""
         if scope == "project" and self.project_config is not None:
-            return root / self.project_config
-        assert self.global_config is not None
-        return self.global_config(homes)
+            path = root / self.project_config
+        else:
+            assert self.global_config is not None
+            path = self.global_config(homes)
+        commented = path.with_name(path.name + "c")  # opencode.jsonc is read when there is no opencode.json
+        if self.fmt == "jsonc" and path.suffix == ".json" and not path.exists() and commented.is_file():
+            return commented
+        return path
 
     def effective_scope(self, scope: Scope) -> Scope:
         """``scope``, or ``global`` for a client that has no project config file."""

@@ -93,76 +93,111 @@ def tokenize(text: str, *, strict: bool = False) -> list[Token]:
 
 
 class _Parser:
+    """A recursive-descent parser over positions. With a ``focus`` path only the containers along it are
+    parsed entry by entry; other values are decoded whole by ``raw_decode`` when they hold no comment."""
+
     def __init__(self, text: str, strict: bool) -> None:
         self.text = text
         self.strict = strict
-        self.tokens = [t for t in tokenize(text, strict=strict) if t.kind not in ("ws", "line", "block")]
-        self.index = 0
+        self.position = 1 if text.startswith("\ufeff") else 0
+        self.decoder = json.JSONDecoder(parse_constant=_no_constant)
 
-    def peek(self) -> Token | None:
-        return self.tokens[self.index] if self.index < len(self.tokens) else None
+    def peek(self) -> re.Match[str] | None:
+        """The next significant token (comments and whitespace skipped), not consumed."""
+        while self.position < len(self.text):
+            match = _TOKEN.match(self.text, self.position)
+            if match is None:
+                raise InvalidInput(f"not valid JSON at {describe(self.text, self.position)}")
+            kind = match.lastgroup
+            if kind in ("line", "block") and self.strict:
+                where = describe(self.text, self.position)
+                raise InvalidInput(f"comments are not allowed in this JSON file ({where})")
+            if kind not in ("ws", "line", "block"):
+                return match
+            self.position = match.end()
+        return None
 
     def fail(self, what: str) -> InvalidInput:
         token = self.peek()
-        where = describe(self.text, token.start) if token else "the end of the file"
+        where = describe(self.text, token.start()) if token else "the end of the file"
         return InvalidInput(f"not valid JSON: {what} at {where}")
 
-    def take(self, value: str) -> Token:
+    def take(self, value: str) -> int:
         token = self.peek()
-        if token is None or self.text[token.start : token.end] != value:
+        if token is None or token.group() != value:
             raise self.fail(f'expected "{value}"')
-        self.index += 1
-        return token
+        self.position = token.end()
+        return token.start()
 
-    def value(self, depth: int) -> Node:
+    def value(self, depth: int, focus: tuple[str, ...] | None) -> Node:
         if depth > MAX_DEPTH:
             raise self.fail(f"nesting deeper than {MAX_DEPTH}")
         token = self.peek()
         if token is None:
             raise self.fail("expected a value")
-        raw = self.text[token.start : token.end]
+        raw = token.group()
         if raw in ("{", "["):
-            return self.container(depth, raw)
-        if token.kind not in ("string", "literal"):
+            return self.container(depth, raw, focus)
+        if token.lastgroup not in ("string", "literal"):
             raise self.fail("expected a value")
-        self.index += 1
-        return Node("scalar", token.start, token.end, _scalar(raw, self.text, token.start))
+        self.position = token.end()
+        return Node("scalar", token.start(), token.end(), _scalar(raw, self.text, token.start()))
 
-    def container(self, depth: int, opening: str) -> Node:
+    def skip(self, depth: int) -> Node:
+        """A value off the focus path: decoded whole by ``json`` when it holds no comment, else parsed."""
+        token = self.peek()
+        if token is not None and token.group() in ("{", "["):
+            try:
+                data, end = self.decoder.raw_decode(self.text, token.start())
+            except ValueError:
+                return self.value(depth, None)
+            self.position = end
+            return Node("object" if token.group() == "{" else "array", token.start(), end, data)
+        return self.value(depth, None)
+
+    def container(self, depth: int, opening: str, focus: tuple[str, ...] | None) -> Node:
         closing = "}" if opening == "{" else "]"
-        start = self.take(opening).start
+        start = self.take(opening)
         node = Node("object" if opening == "{" else "array", start, start)
         while True:
             token = self.peek()
-            if token is not None and self.text[token.start : token.end] == closing:
+            if token is not None and token.group() == closing:
                 if node.entries and node.entries[-1].comma is not None and self.strict:
                     raise self.fail("trailing comma")
                 break
             if node.entries and node.entries[-1].comma is None:
                 raise self.fail(f'expected "," or "{closing}"')
-            node.entries.append(self.entry(depth, opening == "{"))
+            node.entries.append(self.entry(depth, opening == "{", focus))
             following = self.peek()
-            if following is not None and self.text[following.start : following.end] == ",":
-                node.entries[-1].comma = following.start
-                self.index += 1
-        node.end = self.take(closing).end
+            if following is not None and following.group() == ",":
+                node.entries[-1].comma = following.start()
+                self.position = following.end()
+        node.end = self.take(closing) + 1
         if opening == "{":
             node.data = {entry.key: entry.value.data for entry in node.entries}
         else:
             node.data = [entry.value.data for entry in node.entries]
         return node
 
-    def entry(self, depth: int, keyed: bool) -> Entry:
-        if not keyed:
-            item = self.value(depth + 1)
-            return Entry(None, item.start, item)
-        token = self.peek()
-        if token is None or token.kind != "string":
-            raise self.fail("expected a quoted key")
-        self.index += 1
-        key = _scalar(self.text[token.start : token.end], self.text, token.start)
-        self.take(":")
-        return Entry(str(key), token.start, self.value(depth + 1))
+    def entry(self, depth: int, keyed: bool, focus: tuple[str, ...] | None) -> Entry:
+        key, token = None, self.peek()
+        if keyed:
+            if token is None or token.lastgroup != "string":
+                raise self.fail("expected a quoted key")
+            self.position = token.end()
+            key = str(_scalar(token.group(), self.text, token.start()))
+            self.take(":")
+        if focus is None:
+            value = self.value(depth + 1, None)
+        elif focus and key == focus[0]:
+            value = self.value(depth + 1, focus[1:])
+        else:
+            value = self.skip(depth + 1)
+        return Entry(key, token.start() if token is not None else value.start, value)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(name)
 
 
 def _scalar(raw: str, text: str, position: int) -> object:
@@ -172,15 +207,20 @@ def _scalar(raw: str, text: str, position: int) -> object:
         raise InvalidInput(f"not valid JSON: a bad string or number at {describe(text, position)}") from None
 
 
-def parse(text: str, *, strict: bool = False) -> Node:
-    """The tree of ``text``, which must hold exactly one JSON value (JSONC unless ``strict``)."""
+def parse(text: str, *, strict: bool = False, focus: tuple[str, ...] | None = None) -> Node:
+    """The tree of ``text``, which must hold exactly one JSON value (JSONC unless ``strict``). With ``focus``,
+    only the containers along that key path have entries; other values are whole (data and span only)."""
     parser = _Parser(text, strict)
-    root = parser.value(0)
+    root = parser.value(0, focus)
     if parser.peek() is not None:
         raise parser.fail("unexpected text after the value")
     return root
 
 
 def loads(text: str, *, strict: bool = False) -> object:
-    """The Python value of JSON / JSONC ``text`` (comments and trailing commas ignored unless ``strict``)."""
-    return parse(text, strict=strict).data
+    """The Python value of JSON / JSONC ``text`` (comments and trailing commas ignored unless ``strict``);
+    plain JSON is decoded by :mod:`json` directly."""
+    try:
+        return json.loads(text.removeprefix("\ufeff"), parse_constant=_no_constant)
+    except ValueError:
+        return parse(text, strict=strict, focus=()).data

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from graymatter.errors import InvalidInput
-from graymatter.faces.wiring.jsonc import Entry, Node, parse
+from graymatter.faces.wiring.jsonc import Entry, Node, loads, parse
 
 Splice = tuple[int, int, str]
 _INDENTED = re.compile(r"^([ \t]+)\S", re.MULTILINE)
@@ -154,10 +154,13 @@ def _remove_only(text: str, node: Node, entry: Entry) -> str:
     return splice(text, [(start, newline.end() if newline else stop, "")])
 
 
-def _checked(old: str, new: str, expected: object, strict: bool) -> str:
-    if parse(new, strict=strict).data != expected:
+def _checked(old: str, before: object, new: str, expected: object, strict: bool) -> str:
+    """``new`` when it parses to exactly ``expected``; ``old`` when that is what ``old`` already held."""
+    if before == expected:
+        return old
+    if loads(new, strict=strict) != expected:
         raise InvalidInput("refusing an edit that would change more than graymatter's entry")
-    return new if parse(old, strict=strict).data != expected else old
+    return new
 
 
 def _walk(root: Node, path: Sequence[str]) -> tuple[Node, int]:
@@ -196,23 +199,24 @@ def set_member(text: str, path: Sequence[str], value: object, *, strict: bool = 
     """``text`` with the member at ``path`` set to ``value`` (created with its parents if missing)."""
     if not text.strip():
         return new_document(path, value)
-    root = parse(text, strict=strict)
+    root = parse(text, strict=strict, focus=tuple(path[:-1]))
     if root.kind != "object":
         raise InvalidInput("the file does not hold a JSON object; fix it by hand")
     node, depth = _walk(root, path[:-1])
     expected = _with(root.data, path, value)
     if depth < len(path) - 1:
         new = _insert(text, node, path[depth], _nest(path[depth + 1 :], value))
-        return _checked(text, new, expected, strict)
+        return _checked(text, root.data, new, expected, strict)
     if node.kind != "object":
         raise InvalidInput(f'"{".".join(path[:-1])}" is not a JSON object; fix it by hand')
     entry = node.member(path[-1])
     if entry is None:
-        return _checked(text, _insert(text, node, path[-1], value), expected, strict)
+        return _checked(text, root.data, _insert(text, node, path[-1], value), expected, strict)
     if entry.value.data == value:
         return text
     rendered = render(value, indent_unit(text), line_indent(text, entry.start), newline_of(text))
-    return _checked(text, splice(text, [(entry.value.start, entry.value.end, rendered)]), expected, strict)
+    new = splice(text, [(entry.value.start, entry.value.end, rendered)])
+    return _checked(text, root.data, new, expected, strict)
 
 
 def remove_member(text: str, path: Sequence[str], *, strict: bool = False, prune: bool = True) -> str:
@@ -229,21 +233,21 @@ def remove_member(text: str, path: Sequence[str], *, strict: bool = False, prune
 def _remove_member(text: str, path: Sequence[str], *, strict: bool) -> str:
     if not text.strip():
         return text
-    root = parse(text, strict=strict)
+    root = parse(text, strict=strict, focus=tuple(path[:-1]))
     node, depth = _walk(root, path[:-1])
     if depth < len(path) - 1 or node.kind != "object" or node.member(path[-1]) is None:
         return text
     index = next(i for i, entry in enumerate(node.entries) if entry.key == path[-1])
     parent = dict(node.data) if isinstance(node.data, dict) else {}
     parent.pop(path[-1])
-    return _checked(text, _remove(text, node, index), _with(root.data, path[:-1], parent), strict)
+    return _checked(text, root.data, _remove(text, node, index), _with(root.data, path[:-1], parent), strict)
 
 
 def get_member(text: str, path: Sequence[str], *, strict: bool = False) -> object:
     """The value at ``path`` in ``text``, or None when it (or the file) is absent."""
     if not text.strip():
         return None
-    data = parse(text, strict=strict).data
+    data = loads(text, strict=strict)
     for key in path:
         if not isinstance(data, dict) or key not in data:
             return None
@@ -263,9 +267,10 @@ def upsert_item(
         return set_member(text, path, [item], strict=strict)
     if not isinstance(current, list):
         raise InvalidInput(f'"{".".join(path)}" is not a JSON array; fix it by hand')
-    root = parse(text, strict=strict)
+    root = parse(text, strict=strict, focus=tuple(path))
     node, _ = _walk(root, path)
-    return _checked(text, _insert(text, node, None, item), _with(root.data, path, [*current, item]), strict)
+    new = _insert(text, node, None, item)
+    return _checked(text, root.data, new, _with(root.data, path, [*current, item]), strict)
 
 
 def remove_items(
@@ -279,7 +284,9 @@ def remove_items(
         index = next((i for i, item in enumerate(current) if owns(item)), None)
         if index is None:
             return text
-        root = parse(text, strict=strict)
+        root = parse(text, strict=strict, focus=tuple(path))
         node, _ = _walk(root, path)
         remaining = [item for i, item in enumerate(current) if i != index]
-        text = _checked(text, _remove(text, node, index), _with(root.data, path, remaining), strict)
+        text = _checked(
+            text, root.data, _remove(text, node, index), _with(root.data, path, remaining), strict
+        )

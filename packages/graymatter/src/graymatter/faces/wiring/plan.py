@@ -213,6 +213,8 @@ def _block_notes(change: FileChange, edits: list[tuple[str, Edit]]) -> list[str]
         return [f"{change.path}: the instruction block was edited by hand; left as it is"]
     if state == "broken":
         return [f"{change.path}: unpaired graymatter instruction markers; fix them by hand"]
+    if state == "absent" and change.after == change.before:
+        return [f"{change.path}: ends inside an open code fence; close it, then rerun"]
     return []
 
 
