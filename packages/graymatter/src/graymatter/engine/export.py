@@ -5,6 +5,7 @@ Tombstones are included (marked), so the history of every correction stays inspe
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -39,7 +40,7 @@ def render_markdown(bundle: ExportBundle) -> str:
         {*by_agent, *(c.agent_id for c in bundle.checkpoints), *(ln.agent_id for ln in bundle.links)}
     )
     for agent in agents:
-        lines += [f"## Agent `{agent}`", ""]
+        lines += [f"## Agent `{_one_line(agent)}`", ""]
         facts = [f for f in by_agent.get(agent, []) if f.kind == "fact"]
         aliases = [f for f in by_agent.get(agent, []) if f.kind == "alias"]
         if facts:
@@ -87,6 +88,28 @@ def _safe_name(value: str) -> str:
     return cleaned[:80] or "agent"
 
 
+def folder_names(agents: list[str]) -> dict[str, str]:
+    """A folder name per agent id, distinct even on case-insensitive filesystems.
+
+    An id that is already a safe name is used as it is; any other (``team/alpha``, ``a b``, a long or
+    case-twin id) gets a hash of the whole id, so ``team/alpha`` and ``team-alpha`` never share a folder.
+    """
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for agent in sorted(agents, key=lambda a: (_safe_name(a) != a, a)):
+        safe = _safe_name(agent)
+        digest = hashlib.sha256(agent.encode("utf-8", "surrogatepass")).hexdigest()
+        candidates = [safe] if safe == agent else []
+        candidates += [f"{safe}-{digest[:10]}", f"{safe}-{digest}"]
+        name = next((c for c in candidates if c.lower() not in taken), None)
+        counter = 2
+        while name is None or name.lower() in taken:
+            name, counter = f"{safe}-{digest}-{counter}", counter + 1
+        taken.add(name.lower())
+        names[agent] = name
+    return names
+
+
 def write_obsidian(bundle: ExportBundle, out_dir: Path) -> list[Path]:
     """An Obsidian vault: one note per fact (YAML front matter), an index note per agent, a links note."""
     ensure_private_dir(out_dir, "choose another --out")
@@ -94,10 +117,11 @@ def write_obsidian(bundle: ExportBundle, out_dir: Path) -> list[Path]:
     by_agent: dict[str, list[Fact]] = defaultdict(list)
     for fact in bundle.facts:
         by_agent[fact.agent_id].append(fact)
+    folders = folder_names(list(by_agent))
     for agent, facts in sorted(by_agent.items()):
-        folder = out_dir / _safe_name(agent)
+        folder = out_dir / folders[agent]
         folder.mkdir(mode=DIR_MODE, exist_ok=True)
-        index = [f"# {agent}", ""]
+        index = [f"# {_one_line(agent)}", "", f"agent_id: {_yaml(agent)}", ""]
         for fact in facts:
             front = [
                 "---",
@@ -130,7 +154,18 @@ def write_obsidian(bundle: ExportBundle, out_dir: Path) -> list[Path]:
 
 
 def _yaml(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A YAML double-quoted scalar on one line: every non-printable character (newlines, YAML's other
+    line breaks, controls) written as an escape."""
+    out = ['"']
+    for ch in value:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    out.append('"')
+    return "".join(out)
 
 
 def write_export(bundle: ExportBundle, fmt: str, out: Path) -> list[Path]:
