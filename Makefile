@@ -25,6 +25,8 @@ install: $(STAMP)
 ## Run the main job on the embedded default store (offline, temp dir).
 demo: $(STAMP)
 	@$(VENV)/bin/graymatter demo
+	@[ "$$(command -v graymatter)" = "$(CURDIR)/$(VENV)/bin/graymatter" ] || \
+		echo "(graymatter is not on your PATH yet: run 'source $(VENV)/bin/activate', or see README.md for pipx / uv)"
 
 ## Run every test: lint, the unit/integration suite, and the real-client release gate.
 test: $(STAMP)
