@@ -35,7 +35,7 @@ def _pages(memory: Memory, *paths: str, status: int = 200) -> list[str]:
 
 
 def _texts(page: str) -> list[str]:
-    return re.findall(r'<td><a href="/ui/fact\?[^"]+">([^<]+)</a></td>', page)
+    return re.findall(r'<td data-label="Text"><a href="/ui/fact\?[^"]+">([^<]+)</a></td>', page)
 
 
 def _next(page: str) -> str | None:

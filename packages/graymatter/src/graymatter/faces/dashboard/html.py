@@ -53,9 +53,15 @@ def hidden(name: str, value: Any) -> Markup:
 
 
 def table(headers: Iterable[str], rows: Iterable[Iterable[Any]], caption: str = "") -> Markup:
-    """A table with a header row; cells are escaped unless ``Markup``."""
-    head = join(render('<th scope="col">$h</th>', h=h) for h in headers)
-    body = join(Markup("<tr>" + join(render("<td>$c</td>", c=c) for c in row) + "</tr>") for row in rows)
+    """A table with a header row; cells are escaped unless ``Markup`` and carry their column's name (narrow
+    screens show each row as a card labelled by it)."""
+    names = list(headers)
+    head = join(render('<th scope="col">$h</th>', h=h) for h in names)
+    cell = '<td data-label="$h">$c</td>'
+    body = join(
+        Markup("<tr>" + join(render(cell, h=h, c=c) for h, c in zip(names, row, strict=True)) + "</tr>")
+        for row in rows
+    )
     cap = render("<caption>$c</caption>", c=caption) if caption else Markup("")
     return render(
         '<div class="scroll"><table>$cap<thead><tr>$head</tr></thead><tbody>$body</tbody></table></div>',

@@ -192,5 +192,9 @@ def search(ctx: Ctx) -> Page:
             for h in hits
         ]
         headers = ["Fact", "Keyword", "Vector", "Recency", "Fused (RRF)", "Final"]
-        parts.append(table(headers, rows, f"{len(hits)} results") if rows else Markup("<p>No results.</p>"))
+        parts.append(
+            table(headers, rows, f"{len(hits)} result{'' if len(hits) == 1 else 's'}")
+            if rows
+            else Markup("<p>No results.</p>")
+        )
     return Page(f"Search {ctx.agent}", join(parts), agent=ctx.agent)
