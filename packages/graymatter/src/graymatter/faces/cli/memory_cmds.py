@@ -15,7 +15,7 @@ from graymatter.faces.cli.render import dump, emit_json, fact_line, recall_lines
 
 CONFIDENCE = {"choices": CONFIDENCE_LABELS}
 TARGET_ACTIONS = {  # action: (help, past tense)
-    "forget": ("retire a fact (tombstone, never deleted)", "Retired"),
+    "forget": ("retire a fact (a tombstone: kept as history, never returned)", "Retired"),
     "pin": ("exempt a fact from decay and pruning", "Pinned"),
     "unpin": ("return a fact to normal decay", "Unpinned"),
 }
