@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.support.env import hermetic_env
 
 from graymatter.constants import SHARED_AGENT_ID
 from graymatter.errors import InvalidInput
 from graymatter.routing import find_git_root, normalise_agent_id, resolve_route
 from graymatter.validation import agent_id as checked_agent_id
+from support.env import hermetic_env
 
 VALID = re.compile(r"^[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?$")
 
@@ -165,3 +165,26 @@ def test_cli_default_store_follows_the_git_root(repo: Path) -> None:
     )
     assert explicit.returncode == 0, explicit.stderr
     assert (repo / "src" / "here" / "graymatter.db").is_file()
+
+
+def test_mcp_stdio_without_dir_serves_the_project_named_by_the_client(tmp_path: Path) -> None:
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    project, elsewhere = tmp_path / "Client Project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    env = hermetic_env(extra={"CLAUDE_PROJECT_DIR": str(project)})
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "graymatter", "mcp", "serve"], env=env, cwd=elsewhere
+    )
+
+    async def main() -> None:
+        async with Client(params, mode="legacy") as client:
+            added = await client.call_tool("memory_add", {"agent_id": "client-project", "text": "routed"})
+            assert not added.is_error
+
+    anyio.run(main)
+    assert (project / ".graymatter" / "graymatter.db").is_file()
+    assert not (elsewhere / ".graymatter").exists()

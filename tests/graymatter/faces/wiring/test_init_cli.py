@@ -228,3 +228,38 @@ def test_an_existing_opencode_jsonc_is_edited_in_place(wiring: Wiring) -> None:
     assert text.startswith('{\n  // my OpenCode settings\n  "model": "local/m",\n  "mcp": {')
     assert wiring.run("init", "--client", "opencode", "--uninstall").code == 0
     assert jsonc_file.read_text() == original
+
+
+def test_the_entry_init_wrote_starts_a_working_server(wiring: Wiring) -> None:
+    import anyio
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    assert wiring.run("init", "--client", "claude-code").code == 0
+    entry = json.loads((wiring.project / ".mcp.json").read_text())["mcpServers"]["graymatter"]
+    params = StdioServerParameters(
+        command=entry["command"], args=entry["args"], env=wiring.env, cwd=wiring.home
+    )
+
+    async def main() -> list[str]:
+        async with Client(params, mode="legacy") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            added = await client.call_tool("memory_add", {"agent_id": "my-project", "text": "wired by init"})
+            assert not added.is_error
+            return names
+
+    names = anyio.run(main)
+    assert len(names) == 7 and "checkpoint_resume" in names
+    assert (wiring.project / ".graymatter" / "graymatter.db").is_file()
+    assert not (wiring.home / ".graymatter").exists()
+
+
+def test_json_output_lists_every_change(wiring: Wiring) -> None:
+    dry = wiring.run("--json", "init", "--client", "codex", "--dry-run").json()
+    assert dry["dry_run"] is True and dry["clients"] == ["codex"] and dry["scope"] == "project"
+    assert dry["store"] == str(wiring.project / ".graymatter") and dry["root"] == str(wiring.project)
+    changes = {change["path"]: change for change in dry["changes"]}
+    config = changes[str(wiring.home / ".codex" / "config.toml")]
+    assert config["action"] == "create" and config["what"] == ["codex: MCP server"]
+    assert "+required = true\n" in config["diff"]
+    assert not (wiring.home / ".codex").exists()
