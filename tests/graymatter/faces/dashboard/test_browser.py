@@ -142,6 +142,15 @@ def test_every_write_action(browser: Any, server: ServerProcess) -> None:
     _submit(browser, "revise")
     assert "Revised" in _text(browser)
     assert browser.find_element(By.CSS_SELECTOR, "blockquote").text == "Alice and Bob own the billing service"
+    details = {
+        r.find_elements(By.TAG_NAME, "td")[0].text: r.find_elements(By.TAG_NAME, "td")[1].text
+        for r in browser.find_elements(By.CSS_SELECTOR, "main table:first-of-type tbody tr")
+    }
+    assert (details["interface"], details["client"], details["token"]) == (
+        "rest",
+        "graymatter-dashboard",
+        "default",
+    )
     _submit(browser, "forget", confirm=True)
     assert "Forgotten" in _text(browser) and "Superseded facts cannot be changed." in _text(browser)
     _clean(browser)

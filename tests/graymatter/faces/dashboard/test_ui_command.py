@@ -39,6 +39,34 @@ def test_ui_prints_a_one_time_login_link_that_opens_a_session(tmp_path: Path) ->
         process.stop()
 
 
+def test_ui_on_the_demo_store_shows_its_agent(tmp_path: Path) -> None:
+    import subprocess
+
+    store = tmp_path / "demo-store"
+    demo = subprocess.run(
+        graymatter_command(tmp_path / "unused", "demo", "--keep", str(store)),
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert demo.returncode == 0, demo.stderr
+    process = start_process(
+        graymatter_command(store, "ui", "--no-open"),
+        env=server_env(),
+        log=tmp_path / "ui.log",
+        announce=UI_ANNOUNCE,
+    )
+    try:
+        client = httpx.Client(follow_redirects=True)
+        overview = client.get(process.url)
+        assert overview.status_code == 200 and ">support-bot</a>" in overview.text
+        facts = client.get(process.url.split("/ui/")[0] + "/ui/facts", params={"agent": "support-bot"})
+        assert facts.status_code == 200 and facts.text.count('<td data-label="Text">') >= 5
+    finally:
+        process.stop()
+
+
 def test_ui_refuses_a_bad_port_without_creating_anything(tmp_path: Path) -> None:
     import subprocess
 
