@@ -37,8 +37,9 @@ test: $(STAMP)
 
 ## Real-client gate (docs/gate.md): Claude Code, Codex, Gemini CLI, Qwen Code and OpenCode from pinned npm
 ## installs (cached in .gate/), wired by graymatter init, offline in a loopback-only netns (needs root, npm).
+## tests/conformance: the official MCP conformance suite on Node 22, both HTTP faces (docs/conformance.md).
 gate: $(STAMP)
-	$(PY) -m pytest -q -m gate tests/gate
+	$(PY) -m pytest -q -m gate tests/gate tests/conformance
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(SRC) tests benchmarks
