@@ -39,6 +39,7 @@ REGISTRY: tuple[str, ...] = (
     "token_reduction",
     "synthetic_quality",
     "locomo",
+    "recall_scale",  # cost at scale beside FTS5 (issue 13)
     "mcp_roundtrip",  # gm-mcp
     "agent_overhead",  # ta-providers
     "trajectory_save",  # ta-core

@@ -1,0 +1,203 @@
+"""Cost at scale, 1k -> 100k facts (1M with ``GRAYMATTER_BENCH_1M=1``), each beside its FTS5 baseline.
+
+Per size, in the same run and on the same texts (the seeded engineering corpus):
+
+* **ingest**: ``Memory.remember_many`` in batches of 1,000 with background consolidation ON (the default
+  configuration, keyword-only) against a plain FTS5 table (porter unicode61) filled by ``executemany`` in the
+  same batches, one transaction each: facts per second.
+* **bytes per fact**: the database files (WAL checkpointed) divided by the facts, both sides.
+* **recall**: ``Memory.recall`` top-10 against a stop-word-free FTS5 top-10 (the query's informative words
+  OR-ed, ranked by ``bm25``, ids fetched): p50 / p99 over the same natural-language queries.
+* **consolidation cycle**: one ``Memory.consolidate`` on the freshly written store (median of 3) against
+  what the previous cycle started with, reading every fact of the agent (``list_facts``).
+
+Machine load is printed and stored; ratios (graymatter / baseline) are the figures to compare.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bm25_baseline import STOP_WORDS
+from benchmarks.corpus import generate_facts, generate_queries, iter_batches
+from benchmarks.harness import cache_dir, latency_summary, print_table, time_calls
+
+AGENT = "scale-agent"
+SIZES = (1_000, 10_000, 100_000)
+SIZES_QUICK = (1_000, 5_000)
+MILLION_ENV = "GRAYMATTER_BENCH_1M"
+QUERIES = 300
+QUERIES_QUICK = 60
+WARMUP = 20
+BATCH = 1_000
+
+
+def _memory(directory: Path) -> Any:
+    from graymatter import Memory
+    from graymatter.config import MemoryConfig
+
+    return Memory(directory, config=MemoryConfig(), embedder=None, summariser=None)
+
+
+def _dir_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+
+
+def _grow_graymatter(directory: Path, texts: list[str]) -> float:
+    """Seconds to append ``texts`` (consolidation on: cycles run in the background as writes arrive)."""
+    memory = _memory(directory)
+    try:
+        began = time.perf_counter()
+        for batch in iter_batches(texts, BATCH):
+            memory.remember_many(AGENT, batch)
+        elapsed = time.perf_counter() - began
+        memory.wait_for_background()
+    finally:
+        memory.close()
+    _checkpoint(next(p for p in directory.iterdir() if p.suffix == ".db"))
+    return elapsed
+
+
+def _checkpoint(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def _grow_fts(db: Path, texts: list[str]) -> float:
+    conn = sqlite3.connect(db, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS t USING fts5(text, tokenize='porter unicode61')")
+        began = time.perf_counter()
+        for batch in iter_batches(texts, BATCH):
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO t(text) VALUES (?)", [(text,) for text in batch])
+            conn.execute("COMMIT")
+        elapsed = time.perf_counter() - began
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+    return elapsed
+
+
+def _fts_recall(db: Path, queries: list[str]) -> dict[str, float]:
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+
+        def one(query: str) -> None:
+            words = [w for w in dict.fromkeys(query.lower().replace("?", " ").split()) if w not in STOP_WORDS]
+            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words if w.isalnum()) or '"x"'
+            conn.execute(
+                "SELECT rowid, text FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10", (match,)
+            ).fetchall()
+
+        for query in queries[:WARMUP]:
+            one(query)
+        iterator = iter(queries)
+        return latency_summary(time_calls(lambda: one(next(iterator)), len(queries)))
+    finally:
+        conn.close()
+
+
+def _graymatter_recall(directory: Path, queries: list[str]) -> dict[str, float]:
+    memory = _memory(directory)
+    try:
+        for query in queries[:WARMUP]:
+            memory.recall(AGENT, query, top_k=10)
+        iterator = iter(queries)
+        return latency_summary(
+            time_calls(lambda: memory.recall(AGENT, next(iterator), top_k=10), len(queries))
+        )
+    finally:
+        memory.close()
+
+
+def _cycles(directory: Path) -> tuple[float, float]:
+    """Median seconds of one consolidation cycle, and of reading every fact of the agent (the old start)."""
+    memory = _memory(directory)
+    try:
+        cycle = statistics.median(time_calls(lambda: memory.consolidate(AGENT), 3))
+        full = statistics.median(time_calls(lambda: memory.store.list_facts(AGENT), 3))
+    finally:
+        memory.close()
+    return cycle, full
+
+
+def _measure(
+    size: int, texts: list[str], queries: list[str], work: Path, state: dict[str, Any]
+) -> dict[str, Any]:
+    """Grow both stores to ``size`` and measure every figure at that size."""
+    new = texts[state["loaded"] : size]
+    gm_s = _grow_graymatter(work / "gm", new)
+    fts_s = _grow_fts(work / "fts.db", new)
+    state["loaded"] = size
+    state["gm_s"] += gm_s
+    state["fts_s"] += fts_s
+    gm_bytes = _dir_bytes(work / "gm") / size
+    fts_bytes = sum(p.stat().st_size for p in work.iterdir() if p.name.startswith("fts.db")) / size
+    recall = _graymatter_recall(work / "gm", queries)
+    baseline = _fts_recall(work / "fts.db", queries)
+    cycle, full = _cycles(work / "gm")
+    return {
+        "facts": size,
+        "ingest_facts_per_s": round(len(new) / gm_s),
+        "fts_ingest_facts_per_s": round(len(new) / fts_s),
+        "bytes_per_fact": round(gm_bytes),
+        "fts_bytes_per_fact": round(fts_bytes),
+        "recall": recall,
+        "fts_recall": baseline,
+        "consolidation_cycle_ms": round(cycle * 1000, 2),
+        "read_every_fact_ms": round(full * 1000, 2),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }
+
+
+def _row(r: dict[str, Any]) -> list[object]:
+    return [
+        r["facts"],
+        f"{r['recall']['p50_ms']:.2f} / {r['recall']['p99_ms']:.2f}",
+        f"{r['fts_recall']['p50_ms']:.2f} / {r['fts_recall']['p99_ms']:.2f}",
+        f"{r['recall']['p50_ms'] / r['fts_recall']['p50_ms']:.2f}x",
+        f"{r['ingest_facts_per_s']:,} / {r['fts_ingest_facts_per_s']:,}",
+        f"{100 * r['ingest_facts_per_s'] / r['fts_ingest_facts_per_s']:.0f} %",
+        f"{r['bytes_per_fact']} / {r['fts_bytes_per_fact']}",
+        f"{r['bytes_per_fact'] / r['fts_bytes_per_fact']:.2f}x",
+        f"{r['consolidation_cycle_ms']} / {r['read_every_fact_ms']}",
+        r["loadavg_1m"],
+    ]
+
+
+def run(quick: bool) -> dict[str, Any]:
+    """The curve: every size, graymatter beside FTS5, with the load average."""
+    sizes = SIZES_QUICK if quick else SIZES + ((1_000_000,) if os.environ.get(MILLION_ENV) == "1" else ())
+    queries = generate_queries(QUERIES_QUICK if quick else QUERIES, seed=7)
+    texts = generate_facts(sizes[-1], seed=42)
+    work = cache_dir() / "recall-scale"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    state: dict[str, Any] = {"loaded": 0, "gm_s": 0.0, "fts_s": 0.0}
+    records = [_measure(size, texts, queries, work, state) for size in sizes]
+    shutil.rmtree(work, ignore_errors=True)
+    table = print_table(
+        f"Cost at scale: graymatter (default config, keyword-only) beside FTS5, {len(queries)} queries",
+        ["facts", "recall p50 / p99 ms", "FTS5 top-10 p50 / p99 ms", "recall/FTS5 p50",
+         "ingest facts/s (gm / FTS5)", "ingest vs FTS5", "bytes/fact (gm / FTS5)", "bytes ratio",
+         "cycle ms / read-all ms", "load 1m"],
+        [_row(r) for r in records],
+    )  # fmt: skip
+    return {
+        "sizes": list(sizes),
+        "million_included": 1_000_000 in sizes,
+        "million_how": f"set {MILLION_ENV}=1 to add the 1M step",
+        "records": records,
+        "table": table,
+    }
