@@ -263,3 +263,17 @@ def test_json_output_lists_every_change(wiring: Wiring) -> None:
     assert config["action"] == "create" and config["what"] == ["codex: MCP server"]
     assert "+required = true\n" in config["diff"]
     assert not (wiring.home / ".codex").exists()
+
+
+def test_replacing_an_entry_that_served_another_store_is_said(wiring: Wiring) -> None:
+    other = wiring.root / "other-project"
+    (other / ".git").mkdir(parents=True)
+    assert wiring.run("init", "--client", "codex", cwd=other).code == 0
+    again = wiring.run("init", "--client", "codex")
+    config = wiring.home / ".codex" / "config.toml"
+    assert again.code == 0
+    assert (
+        f"note: {config}: replaced codex's graymatter entry (was: {sys.executable} -m graymatter --dir "
+        in again.stdout
+    )
+    assert f"{other}/.graymatter mcp serve)" in again.stdout

@@ -200,7 +200,31 @@ def build(selected: list[WiringContext], *, uninstall: bool = False, hooks: bool
             raise InvalidInput(f"{path}: {exc}; nothing was changed") from None
         changes.append(change)
         notes.extend(_block_notes(change, edits))
+        notes.extend(_replaced_notes(change, edits) if not uninstall else [])
     return Plan(changes, notes)
+
+
+def _replaced_notes(change: FileChange, edits: list[tuple[str, Edit]]) -> list[str]:
+    """A note for each MCP entry that pointed elsewhere (another executable or store) and is replaced."""
+    from graymatter.faces.wiring.edits import present
+
+    notes = []
+    for owner, edit in edits:
+        if edit.label == "MCP server" and change.before is not None:
+            old = present(edit, change.before)
+            if old is not None and old != getattr(edit, "value", None):
+                notes.append(f"{change.path}: replaced {owner}'s graymatter entry ({_launch_of(old)})")
+    return notes
+
+
+def _launch_of(entry: object) -> str:
+    import shlex
+
+    if not isinstance(entry, dict):
+        return "not an object"
+    command = entry.get("command")
+    argv = [*command] if isinstance(command, list) else [command, *(entry.get("args") or [])]
+    return "was: " + shlex.join(str(part) for part in argv)
 
 
 def _block_notes(change: FileChange, edits: list[tuple[str, Edit]]) -> list[str]:
