@@ -78,3 +78,31 @@ def test_filters_and_the_scan_cap_are_stated(tmp_path: Path) -> None:
     assert f"Filters look at the newest {SCAN_CAP:,} facts" in pinned
     assert _texts(verified) == [] and f"newest {SCAN_CAP:,} facts" in verified
     assert "state must be one of live, superseded, all" in bad
+
+
+def test_pages_and_sign_in_attempts_are_rate_limited_per_caller(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
+    tokens = TokenService(memory.store.token_store(), default_token=TOKEN)
+    app = build_app(memory, tokens, ServiceConfig(rate_limit=0.001, rate_burst=3))
+
+    async def run() -> tuple[list[int], list[int], str]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
+            signed_in = (
+                await client.post("/ui/login", data={"token": TOKEN})
+            ).status_code  # address bucket: 1
+            pages = [(await client.get("/ui/")).status_code for _ in range(4)]  # the token's bucket
+            last = await client.get("/ui/health")
+            client.cookies.clear()  # a stranger without a session: its address is the key
+            guesses = [
+                (await client.post("/ui/login", data={"token": "guess-0123456789abcdef"})).status_code
+                for _ in range(3)
+            ]
+            return [signed_in, *pages, last.status_code], guesses, last.headers.get("retry-after", "")
+
+    try:
+        statuses, guesses, retry = asyncio.run(run())
+    finally:
+        memory.close()
+    assert statuses == [303, 200, 200, 200, 429, 429] and int(retry) >= 1
+    assert guesses == [401, 401, 429]

@@ -9,6 +9,7 @@ namespaces and read-only access exactly as over REST.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from typing import Any
@@ -169,6 +170,9 @@ class DashboardApp:
         form = _pairs((await _read_body(receive)).decode("latin-1")) if method == "POST" else {}
         session = self.settings.sessions.get(cookie_value(headers.get("cookie", "")) or "")
         principal = await self._principal(session)
+        slowed = self._throttled(scope, principal)
+        if slowed is not None:
+            return slowed
         if name in ("login", "logout"):
             return await self._login(name, method, query, form, session if principal else None)
         if session is None or principal is None:
@@ -184,6 +188,22 @@ class DashboardApp:
             return html_reply(403, b"CSRF token missing or wrong: reload the page and try again")
         ctx = Ctx(self.memory, principal, session, self.settings, query, form)
         return self._page(ctx, await self._run(handler, ctx))
+
+    def _throttled(self, scope: Scope, principal: Principal | None) -> Reply | None:
+        """429 when the caller (its token, else its address: sign-in attempts too) is over the rate limit."""
+        if self.settings.throttle is None:
+            return None
+        key = principal.token_id if principal is not None and principal.token_id else None
+        wait = self.settings.throttle(key or (scope.get("client") or ("local",))[0])
+        if wait <= 0:
+            return None
+        body = page(
+            "Slow down",
+            Markup("<p>Too many requests; try again shortly.</p>"),
+            nav=Markup(""),
+            who=Markup(""),
+        )
+        return html_reply(429, body, [("retry-after", str(max(1, math.ceil(wait))))])
 
     async def _principal(self, session: Session | None) -> Principal | None:
         """The session's principal, its token re-checked (a revoked token ends the session)."""

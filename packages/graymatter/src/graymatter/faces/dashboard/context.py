@@ -34,6 +34,8 @@ class DashboardSettings:
     metrics_text: Callable[[], str] | None = None
     """The service's Prometheus exposition, for the health page."""
     sessions: SessionStore = field(default_factory=SessionStore)
+    throttle: Callable[[str], float] | None = None
+    """The service's per-caller rate limit (seconds to wait, 0 = go), keyed by token id or client address."""
 
 
 @dataclass

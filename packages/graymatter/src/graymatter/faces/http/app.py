@@ -244,6 +244,7 @@ def _dashboard(
         tokens=tokens if isinstance(tokens, TokenService) else None,
         metrics_text=config.metrics.render,
         sessions=config.dashboard_sessions or SessionStore(),
+        throttle=RateLimiter(config.rate_limit, config.rate_burst).take,
     )
     return DashboardApp(scoped, settings)
 
