@@ -277,3 +277,41 @@ def test_replacing_an_entry_that_served_another_store_is_said(wiring: Wiring) ->
         in again.stdout
     )
     assert f"{other}/.graymatter mcp serve)" in again.stdout
+
+
+def test_modes_symlinks_and_backups(wiring: Wiring) -> None:
+    import os
+    import stat
+
+    dotfiles = wiring.root / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "settings.json"
+    real.write_text('{"theme": "Light"}\n')
+    real.chmod(0o644)
+    (wiring.home / ".gemini").mkdir()
+    (wiring.home / ".gemini" / "settings.json").symlink_to(real)
+    assert wiring.run("init", "--client", "gemini", "--global").code == 0
+    assert (wiring.home / ".gemini" / "settings.json").is_symlink(), "the link is kept, its target edited"
+    assert json.loads(real.read_text())["mcpServers"]["graymatter"]["timeout"] == 60000
+    assert stat.S_IMODE(real.stat().st_mode) == 0o644, "an existing file keeps its mode"
+    backup = wiring.home / ".gemini" / "settings.json.graymatter.bak"
+    assert backup.read_text() == '{"theme": "Light"}\n' and stat.S_IMODE(backup.stat().st_mode) == 0o600
+    created = wiring.home / ".gemini" / "GEMINI.md"
+    assert stat.S_IMODE(created.stat().st_mode) == 0o600, "new files are private"
+    assert wiring.run("init", "--client", "gemini", "--global", "--uninstall").code == 0
+    assert real.read_text() == '{"theme": "Light"}\n' and not backup.exists() and not created.exists()
+    assert os.path.islink(wiring.home / ".gemini" / "settings.json")
+
+
+def test_doctor_global_scope_reads_the_user_files(wiring: Wiring) -> None:
+    assert wiring.run("init", "--client", "claude-code", "--global").code == 0
+    done = wiring.run("--json", "doctor", "--global")
+    checks = {c["name"]: c for c in done.json()["checks"]}
+    assert done.code == 0
+    user_file = str(wiring.home / ".claude.json")
+    assert checks["claude-code: MCP server"] == {
+        "name": "claude-code: MCP server", "status": "ok", "message": user_file, "fix": None
+    }  # fmt: skip
+    project = {c["name"]: c for c in wiring.run("--json", "doctor").json()["checks"]}
+    assert project["claude-code"]["status"] == "warn", "the project scope has no .mcp.json yet"
+    assert project["claude-code"]["fix"] == "graymatter init --client claude-code"

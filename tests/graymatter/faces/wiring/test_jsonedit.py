@@ -215,3 +215,37 @@ def _error(text: str) -> str:
     with pytest.raises(InvalidInput) as caught:
         jsonc.loads(text)
     return str(caught.value)
+
+
+@st.composite
+def hook_documents(draw: st.DrawFn) -> str:
+    """A settings file whose ``hooks.Stop`` array holds foreign groups, comments and a trailing comma."""
+    groups = draw(
+        st.lists(st.sampled_from(['{"hooks": [{"command": "lint"}]}', '{"matcher": "x"}', '"odd"']))
+    )
+    comments = [draw(_COMMENTS) for _ in groups]
+    items = [f"      {group}{',' if i < len(groups) - 1 or draw(st.booleans()) else ''}{comments[i]}"
+             for i, group in enumerate(groups)]  # fmt: skip
+    body = "\n".join(items)
+    return '{\n  "hooks": {\n    "Stop": [\n' + body + ("\n" if body else "") + "    ]\n  }\n}\n"
+
+
+@settings(max_examples=200, deadline=None)
+@given(hook_documents())
+def test_array_round_trip_keeps_foreign_items_and_comments(text: str) -> None:
+    mine = {"hooks": [{"command": "/gm hook claude-code session-end"}]}
+
+    def owns(item: object) -> bool:
+        return "/gm hook" in json.dumps(item)
+
+    wired = upsert_item(text, ("hooks", "Stop"), mine, owns)
+    before = get_member(text, ("hooks", "Stop"))
+    assert isinstance(before, list)
+    assert get_member(wired, ("hooks", "Stop")) == [*before, mine]
+    assert _comments(wired) == _comments(text)
+    assert upsert_item(wired, ("hooks", "Stop"), mine, owns) == wired
+    unwired = remove_items(wired, ("hooks", "Stop"), owns)
+    assert _comments(unwired) == _comments(text)
+    assert get_member(unwired, ("hooks", "Stop")) == before
+    if before:
+        assert unwired == text
