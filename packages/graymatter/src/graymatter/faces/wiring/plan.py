@@ -263,7 +263,13 @@ def _prune_dirs(directory: Path, stops: set[Path]) -> None:
 
 
 def apply(plan: Plan, stops: set[Path]) -> list[FileChange]:
-    """Write every pending change of ``plan``; ``stops`` are directories never removed. Returns them."""
+    """Write every pending change of ``plan``; ``stops`` are directories never removed. Returns them.
+
+    A file that changed since the plan read it (a client rewriting its own config meanwhile) stops the run
+    before anything is written."""
+    for change in plan.pending:
+        if read_text(change.path) != change.before:
+            raise InvalidInput(f"{change.path} changed while init was running; nothing was changed, rerun")
     done = []
     for change in plan.pending:
         backup = change.path.with_name(change.path.name + BACKUP_SUFFIX)
