@@ -97,9 +97,19 @@ def _check_cwd(given: str | None, recorded_cwd: str) -> str:
         refuse(
             "cwd mismatch",
             f"--cwd resolves to {resolved} but the checkpoint was recorded in {recorded}; "
-            f"rerun with --cwd {recorded}",
+            + _rerun_hint(recorded_cwd, recorded),
         )
     return resolved
+
+
+def _rerun_hint(recorded_cwd: str, recorded: str) -> str:
+    """Suggest the recorded directory only when it looks like a project: never ``/``, a top-level
+    directory, the home directory or one above it (a forged checkpoint must not steer the agent there)."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    path = Path(recorded_cwd)
+    if len(path.parts) > 2 and path.is_dir() and not Path(home).is_relative_to(path):
+        return f"rerun with --cwd {recorded}"
+    return f"{recorded} is not a project directory: check where this checkpoint came from before resuming it"
 
 
 def _check_model_and_provider(args: Any, checkpoint: Trajectory) -> None:

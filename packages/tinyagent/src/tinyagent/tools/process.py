@@ -1,4 +1,12 @@
-"""A bash command's process: its environment, reading its output until it exits, killing its group."""
+"""A bash command's process: its environment, reading its output until it exits, ending all of it.
+
+Every command's environment carries ``TINYAGENT_COMMAND=<toolbox mark>:<n>``. Killing the process group
+ends what stays in the group; :func:`sweep` then ends every process that still carries the mark, which
+reaches what left the group and the session (``setsid cmd &``, daemons). A per-toolbox watchdog process
+(:func:`start_watchdog`) sweeps the whole toolbox's mark when tinyagent itself dies, even by SIGKILL.
+Limit: a process that both leaves the session and drops the variable from its environment (``env -i``)
+is not found; on Linux the sweep reads ``/proc/<pid>/environ``, elsewhere only the group is killed.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +15,26 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from typing import Any
 
+from tinyagent.tools import sweeper
 from tinyagent.tools.capping import CappedOutput
+from tinyagent.tools.sweeper import COMMAND_MARK, sweep
 
-__all__ = ["EXTRA_ENV", "LINGER_GRACE_S", "SCRUBBED_ENV", "collect", "command_environment", "kill_group"]
+__all__ = [
+    "COMMAND_MARK",
+    "EXTRA_ENV",
+    "LINGER_GRACE_S",
+    "SCRUBBED_ENV",
+    "collect",
+    "command_environment",
+    "kill_group",
+    "marked_environment",
+    "start_watchdog",
+    "sweep",
+]
 
 SCRUBBED_ENV = (
     "OPENAI_API_KEY",
@@ -46,6 +68,38 @@ def command_environment() -> dict[Any, Any]:
     env = {k: v for k, v in os.environ.items() if k not in SCRUBBED_ENV}
     env.update(EXTRA_ENV)
     return env
+
+
+def marked_environment(mark: str) -> dict[Any, Any]:
+    """:func:`command_environment` with ``TINYAGENT_COMMAND=mark`` (how :func:`sweep` finds the command)."""
+    env = command_environment()
+    if os.supports_bytes_environ:
+        env[os.fsencode(COMMAND_MARK)] = os.fsencode(mark)
+    else:
+        env[COMMAND_MARK] = mark
+    return env
+
+
+def start_watchdog(mark: str) -> subprocess.Popen[bytes] | None:
+    """A process that outlives tinyagent just long enough to sweep ``mark:*`` when tinyagent ends.
+
+    It waits for end of file on a pipe only tinyagent holds, so it wakes on any ending, SIGKILL included.
+    """
+    if not os.path.isdir("/proc"):
+        return None
+    env = {k: v for k, v in os.environ.items() if k != COMMAND_MARK}
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", sweeper.__file__, f"{mark}:"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        return None
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
 import subprocess
 from collections.abc import Sequence
@@ -26,7 +27,7 @@ from typing import Any, Protocol
 from tinyagent.defaults import DEFAULT_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT
 from tinyagent.errors import TinyAgentError
 from tinyagent.tools.capping import CappedOutput, cap_output
-from tinyagent.tools.process import collect, command_environment, kill_group
+from tinyagent.tools.process import collect, kill_group, marked_environment, start_watchdog, sweep
 from tinyagent.tools.specs import TOOL_SPECS
 from tinyagent.tools.text import clean_json_value, clean_text
 from tinyagent.types import ToolCall, ToolSpec
@@ -80,6 +81,9 @@ class Toolbox:
         self.external = external
         self._proc: subprocess.Popen[bytes] | None = None
         self._interrupted = False
+        self._mark = f"{os.getpid()}-{secrets.token_hex(6)}"  # TINYAGENT_COMMAND=<mark>:<n> per command
+        self._commands = 0
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     # -- public -------------------------------------------------------------------------------
     def run(self, call: ToolCall) -> ToolResult:
@@ -182,7 +186,11 @@ class Toolbox:
     # -- tools ----------------------------------------------------------------------------------
     def _bash(self, arguments: dict[str, Any]) -> ToolResult:
         command = self._str(arguments, "command", allow_empty=False)
-        env = command_environment()
+        self._commands += 1
+        mark = f"{self._mark}:{self._commands}"
+        env = marked_environment(mark)
+        if self._watchdog is None:  # sweeps every command's processes if tinyagent is killed
+            self._watchdog = start_watchdog(self._mark)
         if self._interrupted:
             return ToolResult("error: not executed: the run was interrupted", True)
         try:
@@ -205,6 +213,7 @@ class Toolbox:
             timed_out, lingering = collect(proc, output_buffer, self.timeout)
         finally:
             self._proc = None
+            sweep(mark)  # at every ending: what left the process group (setsid, daemons) ends too
             if proc.stdout is not None:
                 proc.stdout.close()
         output = output_buffer.text()

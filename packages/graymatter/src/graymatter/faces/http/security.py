@@ -276,31 +276,9 @@ class SecurityMiddleware:
         if origin is not None and origin.rstrip("/").lower() not in policy.allowed_origins:
             await _refuse(send, 403, "forbidden_origin", "Origin not allowed")
             return
-        identity: Identity = "anonymous"
-        if policy.authenticate is not None:
-            scheme, _, presented = headers.get("authorization", "").partition(" ")
-            presented = presented.strip()
-            verdict: Identity | None = None
-            if scheme.lower() == "bearer" and presented:
-                try:
-                    outcome = policy.authenticate(presented)
-                    verdict = await outcome if inspect.isawaitable(outcome) else outcome
-                except GraymatterError as exc:  # e.g. the token store is unreachable: 503, as JSON
-                    from graymatter.faces.http.errors import status_for
-
-                    reason = (exc.message.splitlines() or [exc.code])[0]
-                    await _refuse(send, status_for(exc), exc.code, reason)
-                    return
-            if verdict is None:
-                await _refuse(
-                    send,
-                    401,
-                    "unauthorized",
-                    "a valid bearer token is required",
-                    extra=[(b"www-authenticate", b'Bearer realm="graymatter"')],
-                )
-                return
-            identity = verdict
+        identity = await self._identity(headers, send)
+        if identity is None:
+            return
         length = headers.get("content-length")
         if length is not None:
             try:
@@ -320,6 +298,34 @@ class SecurityMiddleware:
             return
         scope.setdefault("state", {})[IDENTITY_KEY] = identity
         await self.app(scope, body_receive, _with_safe_headers(send))
+
+    async def _identity(self, headers: dict[str, str], send: Send) -> Identity | None:
+        """The caller's identity, or None once a refusal was sent: 401 for a missing or unknown token,
+        the error's status (503 while the token store is unreachable) when checking it failed."""
+        authenticate = self.policy.authenticate
+        if authenticate is None:
+            return "anonymous"
+        scheme, _, presented = headers.get("authorization", "").partition(" ")
+        presented = presented.strip()
+        verdict: Identity | None = None
+        if scheme.lower() == "bearer" and presented:
+            try:
+                outcome = authenticate(presented)
+                verdict = await outcome if inspect.isawaitable(outcome) else outcome
+            except GraymatterError as exc:
+                from graymatter.faces.http.errors import status_for
+
+                await _refuse(send, status_for(exc), exc.code, (exc.message.splitlines() or [exc.code])[0])
+                return None
+        if verdict is None:
+            await _refuse(
+                send,
+                401,
+                "unauthorized",
+                "a valid bearer token is required",
+                extra=[(b"www-authenticate", b'Bearer realm="graymatter"')],
+            )
+        return verdict
 
 
 def _headers(scope: Scope) -> dict[str, str]:
