@@ -315,3 +315,12 @@ def test_doctor_global_scope_reads_the_user_files(wiring: Wiring) -> None:
     project = {c["name"]: c for c in wiring.run("--json", "doctor").json()["checks"]}
     assert project["claude-code"]["status"] == "warn", "the project scope has no .mcp.json yet"
     assert project["claude-code"]["fix"] == "graymatter init --client claude-code"
+
+
+def test_user_file_only_clients_still_get_the_project_instruction_file(wiring: Wiring) -> None:
+    assert wiring.run("init", "--client", "codex", "--client", "windsurf").code == 0
+    assert (wiring.home / ".codex" / "config.toml").is_file()
+    assert blocks.state((wiring.project / "AGENTS.md").read_text()) == "current"
+    assert blocks.state((wiring.project / ".windsurf/rules/graymatter.md").read_text()) == "current"
+    assert not (wiring.home / ".codex" / "AGENTS.md").exists()
+    assert not (wiring.home / ".codeium/windsurf/memories").exists()

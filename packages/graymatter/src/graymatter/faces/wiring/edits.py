@@ -28,6 +28,8 @@ class WiringContext:
     root: Path
     store_dir: Path | None
     launch: Launch
+    requested_scope: Scope | None = None
+    """The scope the user asked for (``scope`` is the client's effective one: Codex has no project config)."""
 
 
 @dataclass(frozen=True)

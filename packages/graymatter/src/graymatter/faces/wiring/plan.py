@@ -105,7 +105,7 @@ def client_edits(context: WiringContext, *, hooks: bool = True) -> list[Edit]:
         edits.append(TomlEdit(config, key, entry, "MCP server"))
     else:
         edits.append(JsonEdit(config, key, entry, "MCP server", strict=spec.strict))
-    instructions = spec.instructions_path(context.scope, homes, root)
+    instructions = spec.instructions_path(context.requested_scope or context.scope, homes, root)
     if instructions is not None:
         edits.append(BlockEdit(instructions, prefix=spec.instruction_prefix))
     if spec.name == "claude-code":
@@ -128,7 +128,9 @@ def contexts(
     specs: Iterable[ClientSpec], scope: Scope, homes: Homes, root: Path, store: Path | None, launch: Launch
 ) -> list[WiringContext]:
     """One context per client, in the client's effective scope."""
-    return [WiringContext(spec, spec.effective_scope(scope), homes, root, store, launch) for spec in specs]
+    return [
+        WiringContext(spec, spec.effective_scope(scope), homes, root, store, launch, scope) for spec in specs
+    ]
 
 
 def _grouped(edits: Iterable[tuple[str, Edit]]) -> dict[Path, list[tuple[str, Edit]]]:
