@@ -15,10 +15,13 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from benchmarks.harness import cache_dir, latency_summary, print_table, subprocess_env
 
 TOKEN = "bench-dashboard-token-0123456789"
+DEEP = 5_000
+"""How deep the deep-page row starts: the page after the newest 5,000 facts."""
 WORDS = [
     "deploy",
     "cache",
@@ -69,7 +72,7 @@ def _store(n: int) -> Path:
 PAGES = {
     "facts (first page)": "/ui/facts?agent=bench",
     "facts (page 3)": None,
-    "facts pinned=yes (scan cap)": "/ui/facts?agent=bench&pinned=yes",
+    "facts pinned=yes (5,000-fact window)": "/ui/facts?agent=bench&pinned=yes",
     "search": "/ui/search?agent=bench&q=billing+valkey+rollback",
     "agents overview": "/ui/",
 }
@@ -105,6 +108,10 @@ async def _server_times(path: Path, repeats: int) -> dict[str, dict[str, float]]
             second = (await c.get(nxt.group(1).replace("&amp;", "&"))).text if nxt else ""
             nxt2 = re.search(r'rel="next" href="([^"]+)"', second)
             pages = {**PAGES, "facts (page 3)": nxt2.group(1).replace("&amp;", "&") if nxt2 else None}
+            deep = memory.latest_facts("bench", DEEP)[-1]
+            pages[f"facts (page {DEEP // 50 + 1}, {DEEP:,} newer)"] = "/ui/facts?" + urlencode(
+                {"agent": "bench", "before": f"{deep.created_at.isoformat()}~{deep.id}~{DEEP}"}
+            )
             bearer = {"authorization": f"Bearer {TOKEN}"}
             for name, url in {**pages, **BASELINES}.items():
                 if url is None:

@@ -60,7 +60,7 @@ def test_cursor_paging_lists_every_fact_once_newest_first(tmp_path: Path) -> Non
         memory.close()
 
 
-def test_filters_and_the_scan_cap_are_stated(tmp_path: Path) -> None:
+def test_a_filtered_listing_scans_in_windows_and_can_look_further_back(tmp_path: Path) -> None:
     memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
     try:
         memory.remember("f", "an old pinned fact", confidence="verified")
@@ -71,13 +71,18 @@ def test_filters_and_the_scan_cap_are_stated(tmp_path: Path) -> None:
         pinned, verified = _pages(
             memory, "/ui/facts?agent=f&pinned=yes", "/ui/facts?agent=f&confidence=verified"
         )
+        assert _texts(pinned) == ["a new pinned fact"]
+        assert f"A filtered page looks at {SCAN_CAP:,} facts at a time." in pinned
+        assert _texts(verified) == [] and f"None of these {SCAN_CAP:,} facts match the filters." in verified
+        further, verified_further = _pages(memory, _next(pinned) or "", _next(verified) or "")
         (bad,) = _pages(memory, "/ui/facts?agent=f&state=bogus", status=400)
+        (forged,) = _pages(memory, "/ui/facts?agent=f&before=2026-01-01T00:00:00~x", status=400)
     finally:
         memory.close()
-    assert _texts(pinned) == ["a new pinned fact"]
-    assert f"Filters look at the newest {SCAN_CAP:,} facts" in pinned
-    assert _texts(verified) == [] and f"newest {SCAN_CAP:,} facts" in verified
+    assert _texts(further) == ["an old pinned fact"] and _next(further) is None
+    assert _texts(verified_further) == ["an old pinned fact"]
     assert "state must be one of live, superseded, all" in bad
+    assert "before must be a cursor from a &#x27;Next page&#x27; link" in forged
 
 
 def test_pages_and_sign_in_attempts_are_rate_limited_per_caller(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html as _html
 import string
 from collections.abc import Iterable
@@ -25,9 +26,14 @@ def esc(value: Any) -> Markup:
     return Markup(_html.escape("" if value is None else str(value), quote=True))
 
 
+@functools.lru_cache(maxsize=512)
+def _compiled(template: str) -> string.Template:
+    return string.Template(template)
+
+
 def render(template: str, **values: Any) -> Markup:
     """Substitute ``$name`` placeholders of ``template`` (trusted markup) with escaped ``values``."""
-    return Markup(string.Template(template).substitute({k: esc(v) for k, v in values.items()}))
+    return Markup(_compiled(template).substitute({k: esc(v) for k, v in values.items()}))
 
 
 def join(parts: Iterable[Any], sep: str = "") -> Markup:
@@ -57,10 +63,14 @@ def table(headers: Iterable[str], rows: Iterable[Iterable[Any]], caption: str = 
     screens show each row as a card labelled by it)."""
     names = list(headers)
     head = join(render('<th scope="col">$h</th>', h=h) for h in names)
-    cell = '<td data-label="$h">$c</td>'
-    body = join(
-        Markup("<tr>" + join(render(cell, h=h, c=c) for h, c in zip(names, row, strict=True)) + "</tr>")
-        for row in rows
+    labels = [esc(h) for h in names]
+    body = Markup(
+        "".join(
+            "<tr>"
+            + "".join(f'<td data-label="{h}">{esc(c)}</td>' for h, c in zip(labels, row, strict=True))
+            + "</tr>"
+            for row in rows
+        )
     )
     cap = render("<caption>$c</caption>", c=caption) if caption else Markup("")
     return render(

@@ -87,38 +87,63 @@ def _keep(fact: Fact, f: dict[str, str]) -> bool:
     return f["interface"] == "any" or fact.provenance.interface == f["interface"]
 
 
-def _cursor(ctx: Ctx) -> tuple[datetime, str] | None:
+Cursor = tuple[datetime, str, int]
+"""Where a page starts: the ``(created_at, id)`` of the row before it and how many rows were newer."""
+
+
+def _cursor(ctx: Ctx) -> Cursor | None:
     raw = ctx.query.get("before")
     if not raw:
         return None
-    stamp, sep, fact_id = raw.partition("~")
+    stamp, _, rest = raw.partition("~")
+    fact_id, _, depth = rest.partition("~")
     try:
-        moment = datetime.fromisoformat(stamp)
+        moment: datetime | None = datetime.fromisoformat(stamp)
     except ValueError:
         moment = None
-    if not sep or moment is None or not fact_id:
+    if moment is None or not fact_id or not depth.isdigit() or len(depth) > 9:
         raise InvalidInput("before must be a cursor from a 'Next page' link")
-    return moment, fact_id
+    return moment, fact_id, int(depth)
 
 
-def facts_page(ctx: Ctx, f: dict[str, str]) -> tuple[list[Fact], bool, bool]:
-    """One page of facts after the cursor, newest first: ``(facts, more, capped)``."""
+def _encode(fact: Fact, depth: int) -> str:
+    return f"{fact.created_at.isoformat()}~{fact.id}~{depth}"
+
+
+def facts_page(ctx: Ctx, f: dict[str, str]) -> tuple[list[Fact], str | None, bool]:
+    """One page after the cursor, newest first: ``(facts, next cursor, capped)``.
+
+    The store lists newest first without a lower bound, so a page reads the rows before the cursor again
+    (its depth is in the cursor) and then at most :data:`SCAN_CAP` more; when filters find fewer than a
+    page there, the next cursor continues the scan ("capped").
+    """
     cursor = _cursor(ctx)
-    scan = PAGE_SIZE * 5
+    depth = cursor[2] if cursor else 0
+    unfiltered = (
+        all(f[name] == "any" for name in ("pinned", "confidence", "interface")) and f["state"] != "superseded"
+    )
+    scan = depth + (PAGE_SIZE + 1 if unfiltered else PAGE_SIZE * 5)
     while True:
-        newest = ctx.memory.latest_facts(ctx.agent, scan, include_superseded=f["state"] != "live")
-        after = [x for x in newest if cursor is None or (x.created_at, x.id) < cursor]
-        kept = [x for x in after if _keep(x, f)]
-        exhausted = len(newest) < scan
-        if len(kept) > PAGE_SIZE or exhausted or scan >= SCAN_CAP:
-            return kept[:PAGE_SIZE], len(kept) > PAGE_SIZE, not exhausted and len(kept) <= PAGE_SIZE
-        scan = min(scan * 5, SCAN_CAP)
+        newest = ctx.memory.latest_facts(ctx.agent, scan + 1, include_superseded=f["state"] != "live")
+        exhausted = len(newest) <= scan
+        rows = [
+            (n, x) for n, x in enumerate(newest[:scan]) if cursor is None or (x.created_at, x.id) < cursor[:2]
+        ]
+        kept = [(n, x) for n, x in rows if _keep(x, f)]
+        if len(kept) > PAGE_SIZE:
+            n, last = kept[PAGE_SIZE - 1]
+            return [x for _, x in kept[:PAGE_SIZE]], _encode(last, n + 1), False
+        if exhausted:
+            return [x for _, x in kept], None, False
+        if scan - depth >= SCAN_CAP:
+            return [x for _, x in kept], _encode(newest[scan - 1], scan), True
+        scan = min(depth + (scan - depth) * 5, depth + SCAN_CAP)
 
 
 def facts(ctx: Ctx) -> Page:
-    """An agent's facts with filters and keyset paging (newest first)."""
+    """An agent's facts with filters and cursor paging (newest first)."""
     f = _filters(ctx)
-    found, more, capped = facts_page(ctx, f)
+    found, following, capped = facts_page(ctx, f)
     rows = [
         [
             link(url("fact", agent=ctx.agent, id=x.id), x.text if len(x.text) <= 200 else x.text[:199] + "…"),
@@ -130,19 +155,21 @@ def facts(ctx: Ctx) -> Page:
         for x in found
     ]
     parts = [agent_nav(ctx.agent, "facts"), _filter_form(ctx, f)]
-    parts.append(
-        table(["Text", "Created", "Confidence", "State", "Interface"], rows)
-        if rows
-        else Markup("<p>No facts match these filters.</p>")
-    )
-    if more:
-        last = found[-1]
-        nxt = url("facts", agent=ctx.agent, **f, before=f"{last.created_at.isoformat()}~{last.id}")
-        parts.append(render('<p class="pager"><a rel="next" href="$h">Next page</a></p>', h=nxt))
-    if capped:
-        parts.append(
-            Markup(f"<p>Filters look at the newest {SCAN_CAP:,} facts; narrow them to see older.</p>")
+    if rows:
+        parts.append(table(["Text", "Created", "Confidence", "State", "Interface"], rows))
+    else:
+        empty = (
+            f"None of these {SCAN_CAP:,} facts match the filters."
+            if capped
+            else "No facts match these filters."
         )
+        parts.append(render("<p>$m</p>", m=empty))
+    if following is not None:
+        label = f"Look further back (the next {SCAN_CAP:,} facts)" if capped else "Next page"
+        nxt = url("facts", agent=ctx.agent, **f, before=following)
+        parts.append(render('<p class="pager"><a rel="next" href="$h">$l</a></p>', h=nxt, l=label))
+    if capped:
+        parts.append(Markup(f"<p>A filtered page looks at {SCAN_CAP:,} facts at a time.</p>"))
     return Page(f"Facts of {ctx.agent}", join(parts), agent=ctx.agent)
 
 
