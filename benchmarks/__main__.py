@@ -41,6 +41,7 @@ REGISTRY: tuple[str, ...] = (
     "locomo",
     "recall_scale",  # cost at scale beside FTS5 (issue 13)
     "mcp_roundtrip",  # gm-mcp
+    "mcp_startup",  # cold start of mcp serve to initialize / tools/list, warm server states, Node reference
     "agent_overhead",  # ta-providers
     "trajectory_save",  # ta-core
     "resume_validate",  # ta-resume

@@ -45,7 +45,14 @@ def _build_store(n_facts: int) -> Path:
 class StdioServer:
     """A graymatter MCP stdio server subprocess with a line reader thread."""
 
-    def __init__(self, store: Path, *, command: list[str] | None = None, warm: bool = False) -> None:
+    def __init__(
+        self,
+        store: Path,
+        *,
+        command: list[str] | None = None,
+        warm: bool = False,
+        env: dict[str, str] | None = None,
+    ) -> None:
         argv = command or [
             sys.executable,
             "-m",
@@ -57,7 +64,9 @@ class StdioServer:
             "serve",
         ]
         env = subprocess_env(
-            GRAYMATTER_OLLAMA_URL="http://127.0.0.1:9", GRAYMATTER_MCP_WARM="1" if warm else "0"
+            GRAYMATTER_OLLAMA_URL="http://127.0.0.1:9",
+            GRAYMATTER_MCP_WARM="1" if warm else "0",
+            **(env or {}),
         )
         self.started = time.perf_counter()
         self.process = subprocess.Popen(

@@ -114,13 +114,31 @@ def _serve_in_child(argv: list[str]) -> int:
 
 
 def _preload() -> None:
-    """What the warm server imports before it listens: everything a stdio session needs."""
-    import mcp.server.stdio  # noqa: F401
+    """What the warm server does before it listens: import everything a stdio session needs, then run one
+    session's start (parse, open a throwaway store, build the server, initialize, tools/list) so that the
+    lazy work of a first session (schema builds, serializers) is done once here, not in every child.
 
-    import graymatter.engine.memory
-    import graymatter.faces.cli.options
-    import graymatter.faces.mcp_server.server
-    import graymatter.faces.mcp_server.stdio  # noqa: F401
+    Leaves no thread behind (``fork`` copies only the calling thread), checked by the caller.
+    """
+    import tempfile
+
+    import anyio
+    from mcp import Client
+
+    from graymatter.faces.cli.options import open_memory
+    from graymatter.faces.cli.parser import parse_arguments
+    from graymatter.faces.mcp_server.server import build_server
+
+    async def handshake(server: Any) -> None:
+        async with Client(server, mode="legacy") as client:
+            await client.list_tools()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        memory = open_memory(parse_arguments(["--no-daemon", "--dir", tmp, "mcp", "serve"]))
+        try:
+            anyio.run(handshake, build_server(memory))
+        finally:
+            memory.close()
 
 
 def run_warm_server() -> None:

@@ -132,6 +132,15 @@ def _serve_connection(conn: socket.socket, listener: socket.socket, key: str, se
         conn.close()
 
 
+def _single_threaded(wait_s: float = 5.0) -> bool:
+    """Whether only the main thread is left (threads the preload started get ``wait_s`` to finish)."""
+    deadline = time.monotonic() + wait_s
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return threading.active_count() == 1
+
+
 def _still_ours(path: Path, inode: int) -> bool:
     try:
         return os.lstat(path).st_ino == inode
@@ -207,6 +216,8 @@ def run(serve: Serve, preload: Callable[[], None]) -> int:
     _PARENT_ONLY.append(lock)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     preload()
+    if not _single_threaded():
+        return 0  # forking a process with other threads is unsafe: every client serves in-process instead
     listener = _listen(path)
     with listener:
         _loop(listener, path, key, serve)
