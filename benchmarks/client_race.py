@@ -6,8 +6,10 @@ sends its first model request about 1 s after start without waiting for a server
 and runs each variant N times (10; 2 with ``--quick``), interleaved, with the real-client gate's harness
 (tests/gate: pinned npm installs, fresh HOME, loopback-only network namespace, scripted model). The
 variants: Claude Code with a hand-written project ``.mcp.json`` at default settings and Codex with an
-entry WITHOUT ``required = true``, each cold (no warm graymatter server) and warm (graymatter's per-user
-warm MCP server already running, as after an earlier session); and both wired by ``graymatter init``
+entry WITHOUT ``required = true``, each with graymatter's per-user warm MCP server off
+(``GRAYMATTER_MCP_WARM=0``: the server as it was before the warm server existed), cold (none running yet:
+the first ``mcp serve`` starts one in the background and serves in-process) and warm (already running, as
+after an earlier session); and both wired by ``graymatter init``
 (Claude Code's ``MCP_CONNECTION_NONBLOCKING=0``, Codex's ``required = true``), cold. It counts the runs
 whose first model request offered all seven tools and reports the median time from client start to that
 request. A benchmark, not a test: the outcome depends on timing. Needs root (``unshare -n``) and npm.
@@ -36,16 +38,18 @@ class Variant:
     label: str
     client: str
     wiring: str  # "hand" (no required, no hooks) or "init"
-    warm: bool
+    server: str  # "cold" (no warm server yet), "warm" (warm server running) or "off" (GRAYMATTER_MCP_WARM=0)
 
 
 VARIANTS = (
-    Variant("Claude Code -p, .mcp.json by hand, defaults, cold", "claude-code", "hand", False),
-    Variant("Claude Code -p, .mcp.json by hand, defaults, warm server", "claude-code", "hand", True),
-    Variant("Claude Code -p, wired by graymatter init, cold", "claude-code", "init", False),
-    Variant("Codex exec, entry without required, cold", "codex", "hand", False),
-    Variant("Codex exec, entry without required, warm server", "codex", "hand", True),
-    Variant("Codex exec, wired by graymatter init (required), cold", "codex", "init", False),
+    Variant("Claude Code -p, .mcp.json by hand, defaults, warm off", "claude-code", "hand", "off"),
+    Variant("Claude Code -p, .mcp.json by hand, defaults, cold", "claude-code", "hand", "cold"),
+    Variant("Claude Code -p, .mcp.json by hand, defaults, warm server", "claude-code", "hand", "warm"),
+    Variant("Claude Code -p, wired by graymatter init, cold", "claude-code", "init", "cold"),
+    Variant("Codex exec, entry without required, warm off", "codex", "hand", "off"),
+    Variant("Codex exec, entry without required, cold", "codex", "hand", "cold"),
+    Variant("Codex exec, entry without required, warm server", "codex", "hand", "warm"),
+    Variant("Codex exec, wired by graymatter init (required), cold", "codex", "init", "cold"),
 )
 
 
@@ -94,7 +98,7 @@ def _stop_warm_servers(shared_tmp: Path) -> None:
 def _one_run(variant: Variant, root: Path, shared_tmp: Path) -> dict[str, Any]:
     clients, session = _gate()
     client = clients.CLIENTS[variant.client]
-    if variant.warm:
+    if variant.server == "warm":  # both clients pass TMPDIR to the server: the warm server's socket is there
         base = client.env
         client = replace(client, env=lambda layout: {**base(layout), "TMPDIR": str(shared_tmp)})
     layout = clients.Layout(root)
@@ -103,7 +107,10 @@ def _one_run(variant: Variant, root: Path, shared_tmp: Path) -> dict[str, Any]:
     if variant.wiring == "init":
         session.wire_with_init(client, layout)
     else:
-        session.wire_by_hand(client, layout, session.server_command(layout), required=False)
+        command = session.server_command(layout)
+        if variant.server == "off":  # how every server started before the warm server existed
+            command = ["/usr/bin/env", "GRAYMATTER_MCP_WARM=0", *command]
+        session.wire_by_hand(client, layout, command, required=False)
     started = time.time()
     run = session.run_client(client, layout, [], timeout=120, tag="race")
     main = run.main_requests()
@@ -141,6 +148,9 @@ def run(quick: bool) -> dict[str, Any]:
                     with tempfile.TemporaryDirectory(prefix="client-race-") as tmp:
                         outcomes[variant.label].append(_one_run(variant, Path(tmp), shared_tmp))
             loads["after"] = os.getloadavg()
+            # one socket per code fingerprint: more than one means graymatter's sources changed mid-run
+            # (a shared working tree), so later "warm" runs met a cold, restarted warm server
+            warm_keys = len(list(shared_tmp.glob(f"graymatter-{os.getuid()}/mcp-*.sock")))
         finally:
             for process in busy:
                 process.kill()
@@ -149,5 +159,5 @@ def run(quick: bool) -> dict[str, Any]:
     rows = [_row(variant, outcomes[variant.label]) for variant in VARIANTS]
     headers = ["Client and wiring", "1st request offers the 7 tools", "Median s to 1st request", "Exits != 0"]
     table = print_table("Client race under two busy processes (2 cores)", headers, rows)
-    print(f"\nload average (1, 5, 15 min): {loads}")
-    return {"runs": runs, "table": table, "outcomes": outcomes, "loadavg": loads}
+    print(f"\nload average (1, 5, 15 min): {loads}; warm-server code fingerprints seen: {warm_keys}")
+    return {"runs": runs, "table": table, "outcomes": outcomes, "loadavg": loads, "warm_keys": warm_keys}

@@ -1,169 +1,42 @@
-"""The four npm-installed gate clients: pinned packages, how each starts offline, how each names tools.
+"""The five gate clients: pinned packages, how each starts offline, how each names graymatter's tools.
 
 Facts from ../shared/docs/more-clients.md (Claude Code 2.1.197, Codex 0.171.0, Gemini CLI 0.61.0, Qwen
-Code 0.15.10). Each client is installed with npm into ``.gate/<name>`` of the repository (the only step that
-needs the network) and runs at its own defaults: the gate seeds only what a user has before graymatter
-(a model provider and an API key, the folder trusted), and graymatter's wiring comes from ``graymatter init``.
+Code 0.15.10) and real-clients.md (OpenCode 1.18.33, installed and isolated as in opencode.py). Each
+client is installed with npm into ``.gate/<name>`` of the repository (the only step that needs the
+network) and runs at its own defaults: the gate seeds only what a user has before graymatter (a model
+provider and an API key, the folder trusted), and graymatter's wiring comes from ``graymatter init``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
-import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-GATE_DIR = REPO_ROOT / ".gate"
-MODEL_PORT = 8787
-"""The scripted model's port inside each fresh network namespace (always free there)."""
-SERVER = "graymatter"
-TOOLS = (
-    "checkpoint_resume",
-    "checkpoint_save",
-    "memory_add",
-    "memory_alias",
-    "memory_reflect",
-    "memory_search",
-    "memory_search_batch",
+from gate.client_base import (
+    GATE_DIR,
+    MODEL_PORT,
+    PROMPT,
+    REPO_ROOT,
+    SERVER,
+    TOOLS,
+    Client,
+    GateSetupError,
+    Layout,
+    base_env,
+    prefixed,
 )
-PROMPT = "Run the scripted graymatter checks."
 
-
-class GateSetupError(RuntimeError):
-    """A client could not be installed or started."""
-
-
-@dataclass(frozen=True)
-class Layout:
-    """The directories of one isolated run: a fresh HOME and a project folder (the client's cwd)."""
-
-    root: Path
-
-    @property
-    def home(self) -> Path:
-        return self.root / "home"
-
-    @property
-    def project(self) -> Path:
-        return self.root / "gateproj"
-
-    @property
-    def store(self) -> Path:
-        return self.project / ".graymatter"
-
-    def make(self) -> None:
-        for path in (self.home, self.project, self.root / "tmp"):
-            path.mkdir(parents=True, exist_ok=True)
-
-
-@dataclass(frozen=True)
-class Client:
-    """One pinned client: its package, how to start it headless, and how it names graymatter's tools."""
-
-    name: str
-    init_name: str  # the ``graymatter init --client`` name
-    package: str
-    version: str
-    entry: str  # path under node_modules; a ``.js`` entry runs under node
-    version_text: str  # what ``--version`` prints
-    tool_name: Callable[[str], str]
-    namespace: str | None
-    offered: Callable[[dict[str, Any]], list[str]]  # graymatter tool names a model request declares
-    main_route: str  # path fragment of the client's model requests
-    seed: Callable[[Layout], None]
-    env: Callable[[Layout], dict[str, str]]
-    argv: Callable[[Layout, str], list[str]]  # the headless command line for one prompt
-    validates_output: bool
-    installer: Callable[[], Path] | None = None  # a client with its own installer (OpenCode)
-
-    @property
-    def cache(self) -> Path:
-        return GATE_DIR / self.name
-
-    def command(self) -> list[str]:
-        """The argv prefix that starts the installed client."""
-        if self.installer is not None:
-            return [str(self.installer())]
-        path = self.cache / "node_modules" / self.entry
-        node = shutil.which("node") or "node"
-        return [node, str(path)] if path.suffix in (".js", ".mjs") else [str(path)]
-
-    def installed_version(self) -> str | None:
-        try:
-            done = subprocess.run(
-                [*self.command(), "--version"], capture_output=True, text=True, timeout=60, env=_plain_env()
-            )
-        except OSError:
-            return None
-        return done.stdout.strip() if done.returncode == 0 else None
-
-    def ensure(self) -> list[str]:
-        """The client's argv prefix, installed with npm at the pinned version when missing or different."""
-        if self.installer is not None:
-            return self.command()
-        if self.installed_version() == self.version_text:
-            return self.command()
-        npm = shutil.which("npm")
-        if npm is None:
-            raise GateSetupError(f"npm is required for the {self.name} gate (Node.js 20 + npm)")
-        self.cache.mkdir(parents=True, exist_ok=True)
-        manifest = {"private": True, "dependencies": {self.package: self.version}}
-        (self.cache / "package.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        done = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--save-exact"],
-            cwd=self.cache,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if done.returncode != 0:
-            raise GateSetupError(f"npm install {self.package}@{self.version} failed: {done.stderr[-500:]}")
-        found = self.installed_version()
-        if found != self.version_text:
-            raise GateSetupError(f"installed {self.name} reports {found!r}, expected {self.version_text!r}")
-        return self.command()
-
-    def main_requests(self, requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The model requests that offer tools (the agent loop's turns), in order."""
-        return [r for r in requests if self.main_route in r["path"] and _has_tools(r.get("body"))]
-
-
-def _plain_env() -> dict[str, str]:
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/nonexistent"}
-
-
-def _has_tools(body: Any) -> bool:
-    return isinstance(body, dict) and bool(body.get("tools"))
-
-
-def base_env(layout: Layout) -> dict[str, str]:
-    """The environment every client starts from: nothing of the host but PATH and LANG."""
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "LANG": "C.UTF-8",
-        "HOME": str(layout.home),
-        "TMPDIR": str(layout.root / "tmp"),
-        "XDG_CONFIG_HOME": str(layout.home / ".config"),
-        "XDG_DATA_HOME": str(layout.home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(layout.home / ".cache"),
-        "XDG_STATE_HOME": str(layout.home / ".local" / "state"),
-    }
-
-
-def _prefixed(prefix: str, names: list[str]) -> list[str]:
-    return sorted(name.removeprefix(prefix) for name in names if name.startswith(prefix))
-
+__all__ = ["CLIENTS", "GATE_DIR", "MODEL_PORT", "PROMPT", "REPO_ROOT", "SERVER", "TOOLS", "Client"]
+__all__ += ["GateSetupError", "Layout", "base_env"]
 
 # --- Claude Code ---------------------------------------------------------------------------------------
 
 
 def _claude_offered(body: dict[str, Any]) -> list[str]:
-    return _prefixed(f"mcp__{SERVER}__", [str(t.get("name")) for t in body.get("tools") or []])
+    return prefixed(f"mcp__{SERVER}__", [str(t.get("name")) for t in body.get("tools") or []])
 
 
 def _claude_env(layout: Layout) -> dict[str, str]:
@@ -223,7 +96,7 @@ def _codex_argv(layout: Layout, prompt: str) -> list[str]:
 
 def _gemini_offered(body: dict[str, Any]) -> list[str]:
     names = [str(d.get("name")) for t in body.get("tools") or [] for d in t.get("functionDeclarations") or []]
-    return _prefixed(f"mcp_{SERVER}_", names)
+    return prefixed(f"mcp_{SERVER}_", names)
 
 
 def _settings_seed(folder: str, auth: str, trust: bool) -> Callable[[Layout], None]:
@@ -249,7 +122,7 @@ def _gemini_env(layout: Layout) -> dict[str, str]:
 
 def _qwen_offered(body: dict[str, Any]) -> list[str]:
     names = [str((t.get("function") or {}).get("name")) for t in body.get("tools") or []]
-    return _prefixed(f"mcp__{SERVER}__", names)
+    return prefixed(f"mcp__{SERVER}__", names)
 
 
 def _qwen_env(layout: Layout) -> dict[str, str]:
@@ -336,7 +209,7 @@ QWEN = Client(
 
 def _opencode_offered(body: dict[str, Any]) -> list[str]:
     names = [str((t.get("function") or {}).get("name")) for t in body.get("tools") or []]
-    return _prefixed(f"{SERVER}_", names)
+    return prefixed(f"{SERVER}_", names)
 
 
 def _opencode_seed(layout: Layout) -> None:

@@ -79,6 +79,11 @@ def offer_problems(run: ClientRun) -> list[str]:
     first = run.offered(0)
     if run.client.name == "qwen":
         problems = [] if first == [] else [f"qwen declared {first} before its tool search"]
+        listed = json.dumps(main[0]["body"])  # the deferred tools are named in the system prompt
+        missing = [tool for tool in TOOLS if run.client.tool_name(tool) not in listed]
+        declared = [(tool.get("function") or {}).get("name") for tool in main[0]["body"].get("tools") or []]
+        if missing or "tool_search" not in declared:
+            problems.append(f"qwen's first request lacks tool_search or the deferred names {missing}")
         if run.offered(1) != sorted(TOOLS):
             problems.append(f"after tool_search qwen offered {run.offered(1)}")
         return problems
