@@ -69,6 +69,36 @@ def _verdict(met: bool) -> str:
     return "met" if met else "**missed**"
 
 
+def scale_rows(results_dir: Path) -> list[list[str]]:
+    """The cost-at-scale targets of issue 13, each beside its same-run FTS5 baseline."""
+    scale = _load(results_dir, "recall_scale")
+    if not scale:
+        return []
+    by = {r["facts"]: r for r in scale["records"]}
+    small = [by[n] for n in (1_000, 10_000) if n in by]
+    large = [by[n] for n in (100_000, 1_000_000) if n in by]
+    ratio = lambda r: r["recall"]["p50_ms"] / r["fts_recall"]["p50_ms"]  # noqa: E731
+    ingest = lambda r: r["ingest_facts_per_s"] / r["fts_ingest_facts_per_s"]  # noqa: E731
+    space = lambda r: r["bytes_per_fact"] / r["fts_bytes_per_fact"]  # noqa: E731
+    at = lambda rs, f, fmt: ", ".join(f"{r['facts']:,}: {fmt.format(f(r))}" for r in rs)  # noqa: E731
+    records = list(by.values())
+    load = f"; load {max(r['loadavg_1m'] for r in records)}"
+    cycles = [r["consolidation_cycle_ms"] for r in records]
+    return [
+        ["recall_scale", "recall p50 <= 3x a stop-word-free FTS5 top-10 at 1k and 10k, <= 1x at 100k and 1M",
+         at(small + large, ratio, "{:.2f}x") + load,
+         _verdict(all(ratio(r) <= 3 for r in small) and all(ratio(r) <= 1 for r in large))],
+        ["recall_scale", "bulk ingest (remember_many, consolidation on) >= 50 % of FTS5 executemany",
+         at(records, ingest, "{:.0%}") + load, _verdict(all(ingest(r) >= 0.5 for r in records))],
+        ["recall_scale", "bytes per fact <= 2x FTS5's", at(records, space, "{:.1f}x"),
+         _verdict(all(space(r) <= 2 for r in records))],
+        ["recall_scale", "consolidation cycle cost independent of store size",
+         at(records, lambda r: r["consolidation_cycle_ms"], "{} ms") + " (reading every fact: "
+         + at(records, lambda r: r["read_every_fact_ms"], "{} ms") + ")",
+         _verdict(max(cycles) <= 2 * min(cycles) + 1.0)],
+    ]  # fmt: skip
+
+
 def target_rows(results_dir: Path) -> list[list[str]]:
     """One row per target: benchmark, target, measured figure (with its same-run baseline), verdict."""
     rows: list[list[str]] = []
@@ -162,6 +192,7 @@ def target_rows(results_dir: Path) -> list[list[str]]:
                     _verdict(bool(met)),
                 ]
             )
+    rows += scale_rows(results_dir)
     synthetic = _load(results_dir, "synthetic_quality")
     if synthetic:
         rev = synthetic["reports"]["revised"]
