@@ -111,3 +111,26 @@ def test_pages_and_sign_in_attempts_are_rate_limited_per_caller(tmp_path: Path) 
         memory.close()
     assert statuses == [303, 200, 200, 200, 429, 429] and int(retry) >= 1
     assert guesses == [401, 401, 429]
+
+
+def test_no_auth_on_loopback_signs_in_without_a_token_but_still_checks_origin(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
+    memory.remember("solo", "a fact on a --no-auth server")
+    app = build_app(memory, None, ServiceConfig(no_auth=True))
+
+    async def run() -> tuple[str, int, int, str]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
+            form = (await client.get("/ui/login")).text
+            foreign = await client.post("/ui/login", data={}, headers={"origin": "http://evil.example"})
+            signed_in = await client.post("/ui/login", data={})
+            overview = await client.get("/ui/")
+            return form, foreign.status_code, signed_in.status_code, overview.text
+
+    try:
+        form, foreign, signed_in, overview = asyncio.run(run())
+    finally:
+        memory.close()
+    assert 'name="token"' not in form and "Sign in" in form
+    assert foreign == 403 and signed_in == 303
+    assert ">solo</a>" in overview and "token <code>local</code> · read-write · all agents" in overview
