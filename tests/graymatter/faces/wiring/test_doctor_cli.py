@@ -87,3 +87,14 @@ def test_a_bad_project_variable_is_a_failure_not_a_guess(wiring: Wiring) -> None
     code, checks = _checks(wiring)
     assert code == 1
     assert checks["routing"]["message"] == "CLAUDE_PROJECT_DIR must name an existing absolute directory"
+
+
+def test_settings_are_checked_without_echoing_secrets(wiring: Wiring) -> None:
+    code, checks = _checks(wiring)
+    assert code == 0 and checks["settings"]["status"] == "ok"
+    assert checks["settings"]["message"] == "embeddings: keyword (GRAYMATTER_EMBEDDINGS)"
+    wiring.env.update(GRAYMATTER_TOP_K="many", OPENAI_API_KEY="sk-secret-value")
+    code, checks = _checks(wiring)
+    assert code == 1 and checks["settings"]["status"] == "fail"
+    assert checks["settings"]["message"].startswith("invalid setting GRAYMATTER_TOP_K")
+    assert "sk-secret-value" not in json.dumps(checks)

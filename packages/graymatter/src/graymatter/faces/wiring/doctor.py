@@ -29,6 +29,16 @@ def _executable() -> Check:
     return Check("executable", "ok", f"graymatter {__version__} at {shlex.join(argv)}")
 
 
+def _settings(env: Mapping[str, str]) -> Check:
+    from graymatter.config import MemoryConfig
+
+    try:
+        config = MemoryConfig.from_env(dict(env))
+    except GraymatterError as exc:
+        return Check("settings", "fail", str(exc), "fix or unset that variable")
+    return Check("settings", "ok", f"embeddings: {config.embedding} (GRAYMATTER_EMBEDDINGS)")
+
+
 def _store(store_dir: Path, env: Mapping[str, str]) -> list[Check]:
     from graymatter.store.sqlite.schema import DB_FILENAME, SCHEMA_VERSION
 
@@ -156,6 +166,7 @@ def run_doctor(
         return Report((*checks, Check("routing", "fail", str(exc), "unset the variable or fix its path")))
     explicit = route.store_source != "project"
     checks.append(Check("project", "ok", f"{route.root} (from {route.source}); agent id {route.agent_id}"))
+    checks.append(_settings(env))
     checks.extend(_store(route.store_dir, env))
     homes = Homes.from_env(env)
     store = route.store_dir if scope == "project" or explicit else None
