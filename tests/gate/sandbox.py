@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +26,8 @@ from gate.wire_models import ModelServer, ScriptedModel, Step
 
 
 def _bring_loopback_up() -> None:
-    done = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, text=True)
+    ip = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin") or "ip"
+    done = subprocess.run([ip, "link", "set", "lo", "up"], capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"sandbox: ip link set lo up failed: {done.stderr.strip()}")
 
