@@ -2,7 +2,8 @@
 
 Each client runs headless at its own defaults in a fresh HOME and a loopback-only network namespace,
 driven by the scripted model of :mod:`wire_models`. Per client: the first agent-loop model request offers
-graymatter's seven tools (Qwen Code: the request after its ``tool_search`` step); a scripted session of
+graymatter's seven tools (Qwen Code: the request after its ``tool_search`` step) and carries the instruction
+block ``init`` wrote (CLAUDE.md, AGENTS.md, GEMINI.md, QWEN.md); a scripted session of
 checkpoint_resume / checkpoint_save / memory_add / memory_search completes, the model gets each result,
 and the project's store holds the checkpoint and the fact (read back through the graymatter CLI).
 Negative controls for the clients that validate structured results (Gemini CLI, Qwen Code; OpenCode's
@@ -38,6 +39,8 @@ AGENT = "gateproj"
 STATE = {"task": "client gate", "step": 2, "notes": ["scripted"], "done": False}
 HOOK_NOTE = "graymatter_hook"
 """The key a hook-saved checkpoint adds to the agent's state it carries forward (session end, compaction)."""
+INSTRUCTION_TEXT = "This project has persistent memory"
+"""A sentence of the managed instruction block ``graymatter init`` writes."""
 FACT = "The deploy script lives in tools/deploy.sh."
 VALIDATION_ERRORS = {
     "gemini": "Structured content does not match the tool's output schema",
@@ -90,6 +93,14 @@ def offer_problems(run: ClientRun) -> list[str]:
     return [] if first == sorted(TOOLS) else [f"first model request offered {first}"]
 
 
+def instruction_problems(run: ClientRun) -> list[str]:
+    """The instruction block ``init`` wrote (CLAUDE.md, AGENTS.md, GEMINI.md, QWEN.md) reaches the model."""
+    main = run.main_requests()
+    if main and INSTRUCTION_TEXT not in json.dumps(main[0]["body"]):
+        return ["the first model request lacks graymatter's instruction block"]
+    return []
+
+
 def session_problems(run: ClientRun, steps: list[Step]) -> list[str]:
     """The session completed and every tool result reached the model."""
     problems = [] if run.returncode == 0 else [f"exit {run.returncode}: {run.stderr[-600:]}"]
@@ -131,9 +142,14 @@ def test_client_wired_by_init_offers_the_tools_and_completes_a_session(name: str
     steps = scripted_steps(client)
     run = run_client(client, layout, steps)
     problems = offer_problems(run) + session_problems(run, steps)
+    problems += [] if os.environ.get("GATE_HAND_WIRING") == "1" else instruction_problems(run)
     problems += store_problems(layout) if run.returncode == 0 else []
     report.add_row(
-        name, client.version, "init-wired session (first request offers 7 tools)", problems, run.seconds
+        name,
+        client.version,
+        "init-wired: 7 tools + instructions in 1st request; session stored",
+        problems,
+        run.seconds,
     )
     assert not problems, "\n".join(problems)
 
