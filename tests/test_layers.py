@@ -46,6 +46,7 @@ TINYAGENT_RANK = {
     "keys": 0,
     "prompts": 1,
     "pricing": 1,
+    "windows": 1,
     "config": 1,
     "providers": 2,
     "tools": 2,

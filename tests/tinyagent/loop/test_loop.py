@@ -191,7 +191,7 @@ def test_unknown_price_warns_once_and_marks_cost_unknown(tmp_path: Path) -> None
 
 
 def test_default_price_prefers_reported_cost_then_table_and_treats_ollama_as_free() -> None:
-    from tinyagent.loop.agent import default_price
+    from tinyagent.loop.accounting import default_price
     from tinyagent.types import Usage
 
     usage = Usage(input_tokens=1_000_000, output_tokens=0)

@@ -229,7 +229,10 @@ def _kill_during_a_batch(ws: Workspace, second_batch: list[dict]) -> Path:
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the orphaned `cat` reads EOF and exits
+        try:  # the orphaned `cat` reads EOF and exits (no reader: the command never started)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
     return ws.root / "run.json"
 
 

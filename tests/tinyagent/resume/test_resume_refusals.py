@@ -225,7 +225,7 @@ def _mutations() -> dict[str, tuple[str, Any]]:
         "not-a-trajectory": ("unsupported format", set_path(("format",), "something-else")),
         "legacy-no-resume": ("missing resume metadata", set_path(("resume",), KeyError)),
         "resume-version-9": ("unsupported resume version", set_path(("resume", "version"), 9)),
-        "compaction": ("compaction", set_path(("resume", "compaction"), {"summary": SECRET})),
+        "compaction": ("compaction", set_path(("resume", "compaction"), {"summary": SECRET, "through": 1})),
         "schema": ("schema-invalid", set_path(("totals", "steps"), "many")),
         "negative-counter": ("invalid counters", set_path(("totals", "input_tokens"), -1)),
         "steps-below-turns": ("invalid counters", set_path(("totals", "steps"), 1)),

@@ -146,11 +146,37 @@ def test_unsupported_resume_version_is_refused(version: Any) -> None:
     assert refused_document(document).category == "unsupported resume version"
 
 
-@pytest.mark.parametrize("state", [{}, {"summary": "x"}, [], "compacted", 0])
-def test_compaction_state_is_refused(state: Any) -> None:
+@pytest.mark.parametrize(
+    "state", [{}, {"summary": "x"}, [], "compacted", 0, {"summary": "x", "through": 4, "v": 1}]
+)
+def test_a_malformed_compaction_state_is_schema_invalid(state: Any) -> None:
+    document = checkpoint_document(VALID)
+    document["resume"]["compaction"] = state
+    assert refused_document(document).category == "schema-invalid"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        {"summary": "x", "through": 3},  # a tool result: the view would split a call from its result
+        {"summary": "x", "through": 2},  # nothing summarised
+        {"summary": "x", "through": 99},
+        {"summary": " ", "through": 4},
+        {"summary": "x", "through": 4, "count": 0},
+    ],
+)
+def test_a_compacted_view_that_cannot_be_restored_is_refused(state: Any) -> None:
     document = checkpoint_document(VALID)
     document["resume"]["compaction"] = state
     assert refused_document(document).category == "compaction"
+
+
+def test_a_compacted_view_at_an_assistant_turn_is_accepted() -> None:
+    document = checkpoint_document(VALID)
+    document["resume"]["compaction"] = {"summary": "earlier turns", "through": 4}
+    trajectory = validate_checkpoint(encode(document))
+    assert trajectory.resume is not None and trajectory.resume.compaction is not None
+    assert trajectory.resume.compaction.through == 4
 
 
 def test_schema_invalid_names_the_field_but_not_foreign_keys() -> None:

@@ -127,6 +127,12 @@ def _add_extension_arguments(parser: argparse.ArgumentParser) -> None:
         help="Anthropic extended thinking: token budget per reply (>= 1024; other providers ignore it)",
     )
     parser.add_argument(
+        "--context-window",
+        type=int,
+        metavar="TOKENS",
+        help="the model's context window (default: the model table); older turns are compacted near it",
+    )
+    parser.add_argument(
         "--mcp",
         action="append",
         metavar="NAME=COMMAND",

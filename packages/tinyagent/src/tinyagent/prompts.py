@@ -56,6 +56,18 @@ FORMAT_ERROR_NUDGE = (
     "the task is done."
 )
 
+SUMMARY_INSTRUCTIONS = (
+    "You compact the earlier part of a coding agent's session so it can continue within its context "
+    "window. Write a faithful, dense summary of the turns given (folding in the summary so far, if any): "
+    "what was done, what was learned about the code, files created or changed, commands that matter and "
+    "their outcome, decisions, open problems and the next steps. Keep exact names, paths and values; no "
+    "preamble. Reply with the summary text only and call no tool."
+)
+"""The system prompt of a compaction request."""
+
+SUMMARY_HEADER = "[tinyagent: earlier turns of this run were compacted; their summary follows.]"
+"""Starts the summary appended to the task message in a compacted model view."""
+
 PENDING_CALL_RESULT = (
     "error: interrupted, outcome unknown, not re-run: the run was killed after this tool call was "
     "requested and before its result was saved. It may have run partly, fully or not at all; inspect "

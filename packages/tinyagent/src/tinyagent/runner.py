@@ -186,6 +186,7 @@ def execute(
     from tinyagent.tools.toolbox import Toolbox
     from tinyagent.trajectory.files import TrajectoryFile
     from tinyagent.trajectory.models import ExitStatus
+    from tinyagent.windows import context_window
 
     path = os.fspath(output_path)
     toolbox = Toolbox(
@@ -202,6 +203,7 @@ def execute(
         save=TrajectoryFile(path, create_new=create_new),
         reporter=reporter,
         stop_on_save_failure=stop_on_save_failure,
+        window=context_window(settings.model, settings.context_window),
     )
     try:
         agent.run(trajectory)

@@ -59,6 +59,7 @@ class ConfigFile(BaseModel):
     request_timeout: float | None = Field(default=None, gt=0)
     agents_md: Literal["auto", "off"] | None = None
     thinking_budget: int | None = Field(default=None, ge=1024)
+    context_window: int | None = Field(default=None, ge=1000)
     instructions: str | None = None
     providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)

@@ -66,6 +66,7 @@ class Settings:
     thinking_budget: int | None = None  # Anthropic extended thinking budget (tokens); None = off
     mcp_servers: tuple[tuple[str, McpServerConfig], ...] = ()  # (name, server), memory server included
     memory: bool = False  # graymatter memory across runs (the server MEMORY_SERVER)
+    context_window: int | None = None  # prompt tokens; None: the model table's (tinyagent.windows)
     instructions: str | None = None
     quiet: bool = False
     output: str | None = None
@@ -174,6 +175,9 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
     for label, value in (("model", model), ("instructions", instructions), ("base_url", base_url)):
         if value is not None and not _is_utf8(value):
             raise ConfigError(f"the configured {label} is not valid UTF-8 text")
+    context_window = sources.pick("context_window", int, None)
+    if context_window is not None and context_window < 1000:
+        raise ConfigError("the context window must be at least 1000 tokens")
     memory = bool(sources.pick("memory", bool, False))  # config: `memory: graymatter`
     memory_dir = sources.pick("memory_dir", str, None)
     servers = _mcp_servers(layers, getattr(args, "mcp", None) or [], memory, memory_dir, env)
@@ -191,6 +195,7 @@ def resolve_settings(args: Any, environ: Mapping[str, str] | None = None) -> Set
         agents_md=agents_md,
         thinking_budget=thinking_budget,
         mcp_servers=servers,
+        context_window=context_window,
         memory=memory,
         instructions=instructions,
         quiet=bool(getattr(args, "quiet", False)),

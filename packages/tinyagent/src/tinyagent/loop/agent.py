@@ -41,6 +41,8 @@ from datetime import UTC, datetime
 from typing import TypeAlias
 
 from tinyagent.keys import redact
+from tinyagent.loop.accounting import PriceFn, account, default_price
+from tinyagent.loop.compaction import Compactor
 from tinyagent.loop.saving import SaveFn, Saver
 from tinyagent.loop.signals import Abort, stop_and_alarm_handlers
 from tinyagent.output import Reporter
@@ -51,7 +53,6 @@ from tinyagent.tools.toolbox import Toolbox, ToolInfrastructureError, ToolResult
 from tinyagent.trajectory.models import ExitStatus, Trajectory
 from tinyagent.types import Completion, Message, ToolCall, Usage
 
-PriceFn = Callable[[str, Usage], "float | None"]
 Ending: TypeAlias = tuple[ExitStatus, str | None]
 """How a run ended: its exit status and a detail line."""
 
@@ -71,19 +72,6 @@ def _valid_utf8(message: Message) -> Message:
 def utc_now() -> str:
     """The current time as RFC 3339 UTC with millisecond precision."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def default_price(provider_name: str) -> PriceFn:
-    """Price a step: the provider's own reported cost wins; Ollama is free; else the pricing table."""
-
-    def price(model: str, usage: Usage) -> float | None:
-        if usage.cost_usd is not None:
-            return usage.cost_usd
-        from tinyagent.pricing import cost_for
-
-        return cost_for(model, usage, provider=provider_name)
-
-    return price
 
 
 class Agent:
@@ -106,6 +94,7 @@ class Agent:
         handle_signals: bool = True,
         overlap_saves: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        window: int | None = None,
     ) -> None:
         self.provider = provider
         self.toolbox = toolbox
@@ -114,6 +103,7 @@ class Agent:
         self.price = price or default_price(getattr(provider, "name", ""))
         self.handle_signals = handle_signals
         self.clock = clock
+        self._compactor = Compactor(provider, window, stream=stream)  # window None: never compacts
         self._saver = Saver(save, self.reporter, overlap=overlap_saves, stop_on_failure=stop_on_save_failure)
         self._phase = _IDLE
         self._stop: tuple[ExitStatus, str] | None = None
@@ -174,6 +164,9 @@ class Agent:
             exhausted = self._exhausted(traj)
             if exhausted is not None:
                 return exhausted
+            ending = self._maybe_compact(traj)
+            if ending is not None:
+                return ending
             step = traj.totals.steps + 1
             self.reporter.step_started(step, traj.limits.step_limit)
             completion = self._request(traj, step)
@@ -205,7 +198,10 @@ class Agent:
                 if self._stop is not None:  # a signal arrived just before the request
                     raise Abort(*self._stop)
                 traj.totals.steps = step  # counted once the request is about to be sent
-                return self.provider.complete(traj.messages, traj.tools, stream=self.stream)
+                view = self._compactor.view(traj)
+                completion = self.provider.complete(view, traj.tools, stream=self.stream)
+                self._compactor.measured(completion.usage, len(view))
+                return completion
             finally:
                 # From here on no signal handler raises, so the handlers below see every exception
                 # (an abort that races with a provider error replaces it and is caught below).
@@ -216,6 +212,35 @@ class Agent:
             return ExitStatus.PROVIDER_ERROR, f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a provider bug must still end the run cleanly and saved
             return ExitStatus.PROVIDER_ERROR, f"unexpected provider failure ({type(exc).__name__})"
+
+    def _maybe_compact(self, traj: Trajectory) -> Ending | None:
+        """Compact the model view when the next prompt nears the window; the ending it ran into, if any."""
+        if not self._compactor.due(traj):
+            return None
+        self._saver.finish_pending()
+        try:
+            try:
+                self._phase = _QUERY
+                if self._stop is not None:
+                    raise Abort(*self._stop)
+                usage = self._compactor.compact(traj)
+            finally:
+                self._phase = _IDLE
+        except Abort as abort:
+            return abort.status, abort.detail
+        except Exception as exc:  # the run goes on with the full context, and compaction stays off
+            self._compactor.window = None
+            self.reporter.warning(f"compaction failed ({type(exc).__name__}); continuing without it")
+            return None
+        self._account(traj, usage)
+        assert traj.resume is not None and traj.resume.compaction is not None
+        self.reporter.progress(
+            f"compacted the context: messages before {traj.resume.compaction.through} summarised "
+            f"(compaction {traj.resume.compaction.count})"
+        )
+        if not self._checkpoint(traj):
+            return ExitStatus.SAVE_ERROR, "a checkpoint save failed"
+        return None
 
     def _record_reply(self, traj: Trajectory, step: int, completion: Completion) -> Message:
         """Account the step's usage and append its reply (always an assistant message) to the history."""
@@ -297,27 +322,7 @@ class Agent:
 
     # -- accounting and limits ------------------------------------------------------------------
     def _account(self, traj: Trajectory, usage: Usage) -> None:
-        totals = traj.totals
-        totals.input_tokens += usage.input_tokens
-        totals.output_tokens += usage.output_tokens
-        totals.cache_read_tokens += usage.cache_read_tokens
-        totals.cache_write_tokens += usage.cache_write_tokens
-        try:
-            cost = self.price(traj.model, usage)
-        except Exception:
-            cost = None
-        if cost is None:
-            totals.cost_known = False
-            message = f"unknown price for model {traj.model!r}: its cost is not counted"
-            if message not in traj.warnings:
-                traj.warnings.append(message)
-            self.reporter.warning(message, once_key="price")
-            if traj.limits.cost_limit > 0:
-                self.reporter.warning(
-                    "the cost limit only counts steps with a known price", once_key="price-limit"
-                )
-        else:
-            totals.cost_usd += cost
+        account(traj, usage, self.price, self.reporter)
 
     def _elapsed(self) -> float:
         return max(0.0, self.clock() - self._started)

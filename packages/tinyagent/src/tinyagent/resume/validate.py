@@ -39,8 +39,8 @@ def validate_checkpoint(raw: bytes, *, pending: str = "refuse") -> Trajectory:
 
     Pure: no filesystem, network or environment access. Checks, in order: non-empty, size bound,
     UTF-8, strict JSON (no NaN/Infinity, no duplicate keys), format and format version, resume
-    metadata presence and version, compaction state, schema, eligibility (not a finished run),
-    counters, history structure, tool-call/result pairing and the recorded tool-set digest.
+    metadata presence and version, schema, eligibility (not a finished run), counters, history
+    structure, tool-call/result pairing, the compacted view (whole turns) and the tool-set digest.
     A checkpoint whose last tool batch was pending is refused ("pending tool calls") unless `pending`
     is "mark-interrupted".
     """
@@ -63,8 +63,26 @@ def validate_checkpoint(raw: bytes, *, pending: str = "refuse") -> Trajectory:
             "results were saved, so their outcome is unknown; inspect the workspace, then pass "
             "--resume-pending=mark-interrupted to record them as interrupted (not re-run) and continue",
         )
+    _check_compaction(trajectory)
     _check_tool_digest(trajectory)
     return trajectory
+
+
+def _check_compaction(trajectory: Trajectory) -> None:
+    """A compacted view must keep whole turns: it restarts at an assistant message inside the history."""
+    assert trajectory.resume is not None
+    compaction = trajectory.resume.compaction
+    if compaction is None:
+        return
+    messages = trajectory.messages
+    if not 2 < compaction.through < len(messages) or messages[compaction.through].role != "assistant":
+        refuse(
+            "compaction",
+            "resume.compaction.through does not point at an assistant turn of the history; the compacted "
+            "view cannot be restored, the file was edited or damaged",
+        )
+    if not compaction.summary.strip() or compaction.count < 1:
+        refuse("compaction", "resume.compaction has an empty summary or count; the file is damaged")
 
 
 def _decode(raw: bytes) -> str:
@@ -128,12 +146,6 @@ def _check_envelope(document: Any) -> None:
         missing="resume metadata has no integer version; cannot resume it",
         named="resume metadata version",
     )
-    if resume.get("compaction") is not None:
-        refuse(
-            "compaction",
-            "the checkpoint carries compacted-context state, which this tinyagent cannot restore; "
-            "start a fresh task (nothing was sent to the model)",
-        )
 
 
 def _check_version(version: Any, supported: int, which: str, *, missing: str, named: str) -> None:

@@ -11,7 +11,7 @@ Loading and atomic saving live in `tinyagent.trajectory.files`; resume validatio
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,6 +51,7 @@ class Totals(_Model):
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True  # False once any step used a model with no known price
+    summary_requests: int = 0  # compaction requests (their tokens and cost are in the totals above)
 
 
 class Limits(_Model):
@@ -62,6 +63,15 @@ class Limits(_Model):
     tool_timeout: float = 60.0
 
 
+class Compaction(_Model):
+    """The compacted model view: system, task + `summary`, then `messages[through:]` (see loop/compaction)."""
+
+    version: Literal[1] = 1
+    summary: str
+    through: int  # index of the first message kept verbatim: always an assistant turn
+    count: int = 1  # compactions of this run so far
+
+
 class ResumeMetadata(_Model):
     """What `--resume` needs to decide whether continuing is safe. Never holds credentials or env."""
 
@@ -70,7 +80,7 @@ class ResumeMetadata(_Model):
     agents_md: Literal["auto", "off"]
     instructions_sha256: str  # digest of the effective system prompt incl. AGENTS.md text
     toolset_sha256: str  # digest of the canonical JSON of the offered tool specs
-    compaction: dict[str, Any] | None = None  # reserved: any non-null value is refused today
+    compaction: Compaction | None = None  # the compacted model view, when the run was compacted
     tool_batch_pending: bool = False  # saved after a reply, before its tools ran: their outcome is unknown
     memory_context: str | None = None  # what --memory found before the first request (ends the prompt)
 
