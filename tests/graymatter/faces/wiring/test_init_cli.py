@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tomllib
+from pathlib import Path
 
 from graymatter.faces.wiring import blocks
 
@@ -324,3 +326,24 @@ def test_user_file_only_clients_still_get_the_project_instruction_file(wiring: W
     assert blocks.state((wiring.project / ".windsurf/rules/graymatter.md").read_text()) == "current"
     assert not (wiring.home / ".codex" / "AGENTS.md").exists()
     assert not (wiring.home / ".codeium/windsurf/memories").exists()
+
+
+def test_the_console_script_records_its_own_absolute_path(wiring: Wiring) -> None:
+    import shutil
+    import subprocess
+
+    script = Path(sys.executable).parent / "graymatter"
+    assert script.is_file(), "the dev install provides the console script"
+    relative = Path(os.path.relpath(script, wiring.project))
+    done = subprocess.run(
+        [str(relative), "init", "--client", "cursor"],
+        cwd=wiring.project,
+        env=wiring.env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    entry = json.loads((wiring.project / ".cursor" / "mcp.json").read_text())["mcpServers"]["graymatter"]
+    assert entry["command"] == str(script) and Path(entry["command"]).is_absolute()
+    assert entry["args"] == ["--dir", str(wiring.project / ".graymatter"), "mcp", "serve"]
+    assert shutil.which("graymatter", path=wiring.env["PATH"]) == str(script)

@@ -83,7 +83,7 @@ def running_executable() -> list[str]:
     ``python -m graymatter`` with this interpreter."""
     script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
     if script is not None and script.name.startswith("graymatter") and script.suffix != ".py":
-        found = script if script.is_absolute() else Path(shutil.which(str(script)) or script).absolute()
+        found = Path(os.path.abspath(script if script.is_absolute() else shutil.which(str(script)) or script))
         if found.is_file():
             return [str(found)]
     return [str(Path(sys.executable).absolute()), "-m", "graymatter"]
