@@ -341,6 +341,7 @@ def test_the_console_script_records_its_own_absolute_path(wiring: Wiring) -> Non
         env=wiring.env,
         capture_output=True,
         text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     entry = json.loads((wiring.project / ".cursor" / "mcp.json").read_text())["mcpServers"]["graymatter"]
