@@ -47,9 +47,10 @@ GEMINI_SETTINGS = """// user settings, edited by hand
 CODEX_HOOKS = '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}\n'
 
 
-def context(tmp_path: Path, name: str, scope: str = "project") -> WiringContext:
+def context(tmp_path: Path, name: str, scope: str = "project", *, wired: bool | None = None) -> WiringContext:
     root = tmp_path / "proj"
-    store = root / ".graymatter" if scope == "project" else None  # as init: global leaves it to routing
+    wired = scope == "project" if wired is None else wired  # as init: global leaves the store to routing
+    store = root / ".graymatter" if wired else None
     homes = Homes.from_env({"HOME": str(tmp_path / "home")})
     return WiringContext(client(name), scope, homes, root, store, launch_for(store, [EXE]))  # type: ignore[arg-type]
 
@@ -179,6 +180,15 @@ def test_user_wide_hooks_go_to_the_home_and_never_create_a_store(tmp_path: Path)
             assert words[1:3] == ["hook", name] and words[-1] == "--no-create"
             events.append(words[3])
         assert events == ["session-start", "user-prompt", "pre-compact", "session-end"]
+
+
+def test_a_user_wide_file_wired_to_a_store_may_create_it(tmp_path: Path) -> None:
+    # `init --client codex` in a project: Codex has only user-wide config, so its hooks go there, with the
+    # project's store, as its MCP entry does.
+    edits = json_edits(context(tmp_path, "codex", scope="global", wired=True))
+    assert {e.path for e in edits} == {tmp_path / "home" / ".codex" / "hooks.json"}
+    command = edits[1].value["hooks"][0]["command"]  # type: ignore[index]
+    assert command == f"{EXE} --dir {tmp_path / 'proj' / '.graymatter'} hook codex user-prompt"
 
 
 def test_a_stale_graymatter_hook_is_replaced_and_a_shared_group_is_left_alone(tmp_path: Path) -> None:

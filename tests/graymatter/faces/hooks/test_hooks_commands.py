@@ -113,6 +113,19 @@ def test_hooks_install_and_uninstall_keep_foreign_hooks_byte_for_byte(
     assert not (project / ".gemini" / "settings.json").exists()
 
 
+def test_hooks_install_for_codex_writes_its_user_file_wired_to_the_project_store(
+    tmp_path: Path, project: Path, gm: Callable[..., Any]
+) -> None:
+    done = gm("hooks", "install", "--client", "codex")
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads((tmp_path / "home" / ".codex" / "hooks.json").read_text())
+    assert list(hooks) == ["hooks"]
+    assert sorted(hooks["hooks"]) == ["PreCompact", "SessionEnd", "SessionStart", "UserPromptSubmit"]
+    command = hooks["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    assert command.endswith(f"--dir {project / '.graymatter'} hook codex user-prompt")
+    assert not (project / ".codex").exists()
+
+
 def test_hooks_install_refuses_an_unparsable_settings_file_and_writes_nothing(
     project: Path, gm: Callable[..., Any]
 ) -> None:

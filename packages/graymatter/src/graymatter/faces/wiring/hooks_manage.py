@@ -58,7 +58,10 @@ def hook_contexts(
     explicit = route.store_source != "project"
     store = route.store_dir if scope == "project" or explicit else None
     launch = launch_for(store)
-    return [WiringContext(client(n), scope, homes, route.root, store, launch) for n in chosen]
+    specs = [
+        client(n) for n in chosen
+    ]  # a client without project files (Codex) is wired user-wide, as by init
+    return [WiringContext(s, s.effective_scope(scope), homes, route.root, store, launch) for s in specs]
 
 
 def _edits(contexts: Sequence[WiringContext]) -> dict[Path, list[JsonEdit]]:

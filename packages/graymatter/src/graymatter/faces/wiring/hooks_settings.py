@@ -3,9 +3,10 @@
 One matcher group per event, appended to the client's own array (foreign groups are kept, an older
 graymatter group is replaced, uninstall removes exactly graymatter's). The command is the absolute
 graymatter that ran ``init`` with ``hook CLIENT EVENT``: no version in it, so Codex, which trusts a hook
-by the hash of its definition, keeps trusting it across upgrades. Project scope registers *wired* hooks
-(they may create the routed store to save); user-wide registrations carry ``--no-create``, so projects
-without a store are left alone.
+by the hash of its definition, keeps trusting it across upgrades. Hooks wired to a store (project scope,
+or any scope with an explicit ``--dir``: the command carries ``--dir STORE``) may create that store to save;
+user-wide registrations without a store carry ``--no-create``, so projects without a store are left alone.
+A client whose config is user-wide only (Codex, as ``init`` wires its MCP entry) gets user-wide hooks.
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def hook_argv(context: WiringContext, client: str, event: str) -> list[str]:
     """``<graymatter> [--dir STORE] hook CLIENT EVENT [--no-create]`` for this context."""
     launch = context.launch
     prefix = [launch.command, *launch.args[:-2]]  # the server command without its trailing `mcp serve`
-    tail = ["--no-create"] if context.scope == "global" else []
+    tail = [] if context.store_dir is not None else ["--no-create"]  # wired to a store, or routed per session
     return [*prefix, HOOK_WORD, client, event, *tail]
 
 
