@@ -88,7 +88,12 @@ def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers:
         url + "/remember", json={"agent_id": "alpha", "text": "alpha uses port 7000"}, headers=h_alpha
     )
     assert stored.status_code == 201
-    assert stored.json()["provenance"] == {"interface": "rest", "client": None, "token_id": alpha["id"]}
+    assert stored.json()["provenance"] == {
+        "interface": "rest",
+        "client": None,
+        "token_id": alpha["id"],
+        "session": None,
+    }
     found = httpx.get(url + "/recall", params={"agent_id": "alpha", "q": "port 7000"}, headers=h_reader)
     assert [hit["text"] for hit in found.json()["results"]] == ["alpha uses port 7000"]
 

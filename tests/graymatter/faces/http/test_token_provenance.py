@@ -84,4 +84,9 @@ def test_serve_default_token_writes_the_default_token_id(memory: Memory) -> None
 
     stored = anyio.run(remember)
     assert stored.status_code == 201
-    assert stored.json()["provenance"] == {"interface": "rest", "client": None, "token_id": "default"}
+    assert stored.json()["provenance"] == {
+        "interface": "rest",
+        "client": None,
+        "token_id": "default",
+        "session": None,
+    }

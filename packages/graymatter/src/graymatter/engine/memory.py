@@ -280,6 +280,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
     # -- inspection --------------------------------------------------------------------------------
     def get(self, fact_id: str) -> Fact:
         """One fact by id (live or superseded)."""
+        self._access.flush()
         found = self.store.get_facts([fact_id]) if isinstance(fact_id, str) else []
         if not found:
             raise NotFound("no fact has that id")
@@ -287,6 +288,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
 
     def stats(self, agent_id: str) -> MemoryStats:
         """Counts and ages of one namespace."""
+        self._access.flush()
         return self.store.stats(self._agent(agent_id))
 
     def agents(self) -> builtins.list[str]:
@@ -296,6 +298,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
     def consolidate(self, agent_id: str, *, now: datetime | None = None) -> ConsolidationReport:
         """Run one consolidation cycle (decay, optional summarisation, prune) now, in the caller's thread."""
         agent_id = self._agent(agent_id)
+        self._access.flush()
         report = consolidate(self.store, agent_id, self.config, self.summariser, now)
         self.store.reset_write_counter(agent_id)
         return report
@@ -304,6 +307,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         self, agent_id: str, limit: int, *, include_superseded: bool = True
     ) -> builtins.list[Fact]:
         """The newest ``limit`` facts of the agent, newest first (a bounded listing, e.g. REST ``/facts``)."""
+        self._access.flush()
         agent_id = self._agent(agent_id)
         return self.store.latest_facts(agent_id, limit, include_superseded=include_superseded)
 
@@ -312,6 +316,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         self, agent_id: str, *, include_superseded: bool = True, include_aliases: bool = False
     ) -> builtins.list[Fact]:
         """Facts of the agent, oldest first; tombstones included unless ``include_superseded=False``."""
+        self._access.flush()
         kinds = ("fact", "alias") if include_aliases else ("fact",)
         return self.store.list_facts(
             self._agent(agent_id), include_superseded=include_superseded, kinds=kinds

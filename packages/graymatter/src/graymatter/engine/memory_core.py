@@ -10,6 +10,7 @@ from typing import Any, Self
 from graymatter import validation as check
 from graymatter.config import MemoryConfig
 from graymatter.constants import DATA_DIR_ENV, DEFAULT_DATA_DIR
+from graymatter.engine.access_log import AccessLog
 from graymatter.engine.background import BackgroundConsolidator
 from graymatter.engine.embedding_index import REEMBED_BATCH, EmbeddingIndex, open_index
 from graymatter.engine.embeddings import Embedder, resolve_embedder
@@ -53,6 +54,7 @@ class MemoryCore:
         self.data_dir: Path | None = store.data_dir
         """The store's directory (embedded SQLite), else ``None``."""
         self._closed = False
+        self._access = AccessLog(store)
         self._background = BackgroundConsolidator(
             store, self._consolidate_cycle, self.config.max_async_consolidations, on_consolidate_error
         )
@@ -77,6 +79,7 @@ class MemoryCore:
         if self._closed:
             return
         self._closed = True
+        self._access.close()
         self._background.close(self.close_timeout_s if timeout_s is None else timeout_s)
         self.store.close()
 
@@ -108,6 +111,7 @@ class MemoryCore:
         self._background.wait(timeout_s)
 
     def _consolidate_cycle(self, agent_id: str) -> ConsolidationReport:
+        self._access.flush()
         return consolidate(self.store, agent_id, self.config, self.summariser)
 
     # -- validation helpers ------------------------------------------------------------------------

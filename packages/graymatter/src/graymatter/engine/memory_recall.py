@@ -11,7 +11,7 @@ from graymatter.constants import SHARED_AGENT_ID, Confidence
 from graymatter.engine.explain import explain, hit_fields
 from graymatter.engine.memory_api import DEFAULT_SCOPE, RecallOptions
 from graymatter.engine.memory_core import MemoryCore
-from graymatter.errors import GraymatterError, InvalidInput, StorageError
+from graymatter.errors import GraymatterError, InvalidInput
 from graymatter.models import (
     BatchRecallResult,
     RecallExplanation,
@@ -63,12 +63,8 @@ class RecallMethods(MemoryCore):
 
     def _run(self, request: RecallRequest) -> RecallOutcome:
         outcome = run_recall(self.store, request, self._embeddings.embedder)
-        results = outcome.results
-        if results:
-            try:
-                self.store.record_access([r.candidate.fact.id for r in results], utcnow())
-            except StorageError as exc:  # e.g. a read-only store: recall still answers
-                log.warning("access bookkeeping skipped: %s", exc)
+        # Access bookkeeping is queued and written off the answer's path (engine/access_log.py).
+        self._access.add([r.candidate.fact.id for r in outcome.results], utcnow())
         return outcome
 
     def recall(

@@ -17,6 +17,7 @@ class TransferMethods(MemoryCore):
 
     def export(self, agent_id: str | None = None) -> ExportBundle:
         """Everything (or one namespace): facts including tombstones and aliases, checkpoints, links."""
+        self._access.flush()
         agent = None if agent_id is None else self._agent(agent_id)
         facts = self.store.list_facts(agent, include_superseded=True, kinds=("fact", "alias"))
         return ExportBundle(
