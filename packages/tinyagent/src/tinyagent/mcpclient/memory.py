@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tinyagent.config.mcp import MEMORY_SERVER
 from tinyagent.keys import redact
-from tinyagent.mcpclient.results import offered_name
+from tinyagent.mcpclient.results import PREFIX, offered_name
 
 if TYPE_CHECKING:
     from tinyagent.mcpclient.hub import McpHub
@@ -34,7 +34,7 @@ def recall_context(hub: McpHub, task: str) -> str:
         "",
         "",
         "## Memory from earlier runs (graymatter)",
-        f"Your durable memory is the graymatter MCP server (tools {offered_name(MEMORY_SERVER, '*')}); "
+        f"Your durable memory is the graymatter MCP server (tools {PREFIX}{MEMORY_SERVER}__*); "
         f'use agent_id "{AGENT_ID}". Store each durable learning (a decision, a gotcha) as one sentence with '
         f"{offered_name(MEMORY_SERVER, 'memory_add')}; never store secrets. tinyagent saves a checkpoint "
         "of this run when it ends.",
