@@ -149,6 +149,20 @@ def _apply(db: PostgresConnections, c: psycopg.Connection[Any]) -> None:
         )
 
 
+def _locked_apply(db: PostgresConnections, c: psycopg.Connection[Any]) -> None:
+    """The migration under a session advisory lock, in a transaction begun after the lock is held.
+
+    A transaction that began before waiting for the lock would still see the catalog as it was (no
+    ``gm_meta`` yet) after another server's migration committed, and run it a second time.
+    """
+    c.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+    try:
+        with c.transaction():
+            _apply(db, c)
+    finally:
+        c.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+
+
 def migrate(db: PostgresConnections) -> None:
     """Bring the database to :data:`SCHEMA_VERSION`, refusing one written by a newer graymatter."""
     version = db._read(_current)
@@ -160,7 +174,7 @@ def migrate(db: PostgresConnections) -> None:
     if version == SCHEMA_VERSION:
         return
     try:
-        db._write(lambda c: _apply(db, c))
+        db._run(lambda c: _locked_apply(db, c), write=False)
     except StorageError as exc:
         if "extension" in exc.message and "vector" in exc.message:
             raise StoreUnavailable(
