@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -205,3 +206,47 @@ def test_a_run_without_mcp_servers_never_imports_the_sdk(tmp_path: Path) -> None
     assert not {
         name for name in imported if name == "mcp" or name.startswith(("mcp.", "tinyagent.mcpclient"))
     }
+
+
+def test_a_streamable_http_server_with_a_bearer_token_from_the_environment(tmp_path: Path) -> None:
+    from support.processes import TOKEN, start_mcp_http
+
+    server = start_mcp_http(tmp_path / "store", "--token", TOKEN)
+    try:
+        config = tmp_path / "c.yaml"
+        config.write_text(
+            f"mcp_servers:\n  mem:\n    url: {server.url}\n    bearer_token_env: MEM_TOKEN\n",
+            encoding="utf-8",
+        )
+        add = {"agent_id": "a", "text": "HTTP memory works."}
+        replies = [
+            {"tool_calls": [{"name": "mcp__mem__memory_add", "arguments": add}]},
+            {
+                "tool_calls": [
+                    {"name": "mcp__mem__memory_search", "arguments": {"agent_id": "a", "query": "HTTP"}}
+                ]
+            },
+            {"tool_calls": [{"name": "submit", "arguments": {"answer": "ok"}}]},
+        ]
+        work = tmp_path / "work"
+        work.mkdir()
+        env = hermetic_env(tmp_path, {"OPENAI_API_KEY": "key-0123456789", "MEM_TOKEN": TOKEN})
+        with ProviderStub(replies) as stub:
+            argv = ["-t", "t", "--provider", "openai", "-m", "m1", "--base-url", stub.base_url("openai")]
+            result = run_cli(
+                [*argv, "--cwd", work, "-o", "r.json", "--config", config], cwd=tmp_path, env=env
+            )
+            last = stub.requests[-1].body
+            missing = run_cli(
+                [*argv, "--cwd", work, "-o", "r2.json", "--config", config],
+                cwd=tmp_path,
+                env=hermetic_env(tmp_path, {"OPENAI_API_KEY": "key-0123456789"}),
+            )
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    results = [m["content"] for m in last["messages"] if m["role"] == "tool"]
+    assert "HTTP memory works." in results[1]
+    assert TOKEN not in json.dumps(load_json(tmp_path / "r.json"))
+    assert missing.returncode == 2
+    assert "the bearer token variable MEM_TOKEN is not set" in missing.stderr
