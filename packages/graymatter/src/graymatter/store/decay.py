@@ -79,4 +79,4 @@ class SharedDecay:
             f"WHERE id = {d.mark}"
         )
         rows = [(weight, d.to_db_time(due), fid) for fid, (weight, due) in sorted(updates.items())]
-        self._write(lambda c: c.executemany(sql, rows))
+        self._write(lambda c: c.cursor().executemany(sql, rows))  # a cursor: psycopg connections lack it
