@@ -109,6 +109,8 @@ def test_failed_write_keeps_previous_file_and_cleans_up(tmp_path: Path) -> None:
     with pytest.raises(SaveError, match="cannot prepare"):
         write_private_atomic(blocker / "run.json", b"{}")
     assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocked", "run.json"]  # no temporary left
+    # the same file failing mid-write: test_atomic_saves.py (a real EFBIG under a file-size limit)
 
 
 FAULT_SCRIPT = """
