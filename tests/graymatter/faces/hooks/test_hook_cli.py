@@ -149,6 +149,32 @@ def test_pre_compact_and_session_end_checkpoint_and_carry_the_agents_state(
     assert [r["outcome"] for r in log_records(store)] == ["checkpoint", "checkpoint"]
 
 
+def test_gemini_remember_is_found_behind_the_session_context_it_prepends(
+    project: Path, run_hook: Runner, log_records: Logs
+) -> None:
+    seed(project / ".graymatter").close()
+    prompt = (
+        "<hook_context>[graymatter hook recall ran ...]\n</hook_context>\n\nremember: builds run on Fridays"
+    )
+    result = run_hook("gemini", "user-prompt", {"session_id": "g", "prompt": prompt})
+    assert result.context().endswith("(it does not need to be stored again): builds run on Fridays")
+    with Memory(project / ".graymatter", config=MemoryConfig(), embedder=None) as memory:
+        assert memory.list("my-app")[-1].text == "builds run on Fridays"
+
+
+def test_an_agent_without_a_checkpoint_gets_no_hook_only_checkpoint(
+    project: Path, run_hook: Runner, log_records: Logs
+) -> None:
+    store = project / ".graymatter"
+    with Memory(store, config=MemoryConfig(), embedder=None) as memory:
+        memory.remember("my-app", "a fact but no checkpoint")
+    for event in ("pre-compact", "session-end"):
+        assert run_hook("claude-code", event, {"session_id": "s1"}).stdout == ""
+    with Memory(store, config=MemoryConfig(), embedder=None) as memory:
+        assert memory.checkpoint_list("my-app") == []
+    assert [(r["outcome"], r["checkpoint"]) for r in log_records(store)] == [("nothing", "none to carry")] * 2
+
+
 def test_a_broken_store_prints_nothing_exits_0_and_logs_one_line(
     project: Path, run_hook: Runner, log_records: Logs
 ) -> None:

@@ -125,8 +125,10 @@ def test_gemini_gets_millisecond_timeouts_in_its_own_event_names_and_keeps_comme
     merged = install(edits, GEMINI_SETTINGS)
     assert "// user settings, edited by hand" in merged and '"theme": "GitHub", // keep me' in merged
     assert [e.key for e in edits] == [
-        ("hooks", n) for n in ("SessionStart", "BeforeAgent", "PreCompress", "SessionEnd")
+        ("hooks", n)
+        for n in ("SessionStart", "BeforeAgent", "SessionEnd")  # PreCompress fires every turn
     ]
+    assert "matcher" not in edits[0].value  # type: ignore[operator]  # Gemini compares matchers exactly
     before_agent = edits[1].value
     assert before_agent == {
         "hooks": [
@@ -179,7 +181,8 @@ def test_user_wide_hooks_go_to_the_home_and_never_create_a_store(tmp_path: Path)
             assert words[0] == EXE and "--dir" not in words
             assert words[1:3] == ["hook", name] and words[-1] == "--no-create"
             events.append(words[3])
-        assert events == ["session-start", "user-prompt", "pre-compact", "session-end"]
+        every = ["session-start", "user-prompt", "pre-compact", "session-end"]
+        assert events == [e for e in every if name != "gemini" or e != "pre-compact"]
 
 
 def test_a_user_wide_file_wired_to_a_store_may_create_it(tmp_path: Path) -> None:

@@ -27,6 +27,15 @@ MAX_QUERY_CHARS: Final = 2000
 """Only the start of a long prompt is used as the recall query."""
 
 _REMEMBER = re.compile(r"^\s*remember(?P<shared>\s+shared)?\s*:\s*(?P<text>\S.*)$", re.IGNORECASE | re.DOTALL)
+_LEADING_CONTEXT = re.compile(r"^\s*<hook_context>.*?</hook_context>", re.DOTALL)
+
+
+def user_text(prompt: str | None) -> str:
+    """The prompt without the ``<hook_context>…</hook_context>`` blocks Gemini CLI puts in front of it."""
+    text = prompt or ""
+    while (match := _LEADING_CONTEXT.match(text)) is not None:
+        text = text[match.end() :]
+    return text
 
 
 @dataclass(frozen=True)
@@ -51,7 +60,7 @@ class HookOutcome:
 
 def remember_request(prompt: str | None) -> tuple[str, bool] | None:
     """``(text, shared)`` when the prompt starts with ``remember:`` or ``remember shared:``, else None."""
-    match = _REMEMBER.match(prompt or "")
+    match = _REMEMBER.match(user_text(prompt))
     if match is None or not match.group("text").strip():
         return None
     return match.group("text").strip(), match.group("shared") is not None
@@ -85,7 +94,7 @@ def session_start(memory: Memory, request: HookRequest) -> HookOutcome:
 
 def user_prompt(memory: Memory, request: HookRequest) -> HookOutcome:
     """Store a ``remember:`` note at once, else recall facts for the prompt."""
-    agent, prompt = request.agent_id, request.payload.prompt
+    agent, prompt = request.agent_id, user_text(request.payload.prompt)
     note = remember_request(prompt)
     if note is not None:
         text, to_shared = note
@@ -95,7 +104,7 @@ def user_prompt(memory: Memory, request: HookRequest) -> HookOutcome:
         notice = f"graymatter: remembered in {where} ({fact.id})"
         details = {"fact_id": fact.id, "shared": to_shared}
         return HookOutcome("remembered", remembered_block(agent, text, to_shared), notice, details)
-    if prompt is None or not prompt.strip():
+    if not prompt.strip():
         return HookOutcome("nothing", details={"prompt": "absent"})
     query = prompt[:MAX_QUERY_CHARS]
     facts = [hit.text for hit in memory.recall(agent, query, PROMPT_AGENT_FACTS, scope="agent")]
@@ -111,6 +120,8 @@ def save_checkpoint(memory: Memory, request: HookRequest) -> HookOutcome:
 
     No model is asked to summarise anything and the transcript is not read: the checkpoint records which
     event saved it, for which session, so ``checkpoint_resume`` keeps answering with the agent's state.
+    An agent without a checkpoint gets none (a note alone would answer ``checkpoint_resume`` with nothing
+    to resume instead of "no checkpoint yet").
     """
     from graymatter.errors import NoCheckpoint
 
@@ -118,19 +129,17 @@ def save_checkpoint(memory: Memory, request: HookRequest) -> HookOutcome:
     try:
         previous = memory.checkpoint_latest(agent)
     except NoCheckpoint:
-        previous = None
+        return HookOutcome("nothing", details={"checkpoint": "none to carry"})
     note = {"event": request.event, "client": request.client.name}
     for name in ("session_id", "trigger", "reason", "source"):
         value = getattr(payload, name)
         if value is not None:
             note[name] = value
-    state = {**(previous.state if previous else {}), HOOK_STATE_KEY: note}
+    state = {**previous.state, HOOK_STATE_KEY: note}
     metadata = {"source": "hook", "client": request.client.name, "event": request.event}
-    if previous is not None:
-        metadata["carried_from"] = previous.id
-    messages = previous.messages if previous is not None else None
+    metadata["carried_from"] = previous.id
     checkpoint = memory.checkpoint_save(
-        agent, state, messages=messages, metadata=metadata, provenance=_provenance(request)
+        agent, state, messages=previous.messages, metadata=metadata, provenance=_provenance(request)
     )
     return HookOutcome("checkpoint", details={"checkpoint_id": checkpoint.id})
 
@@ -145,7 +154,6 @@ HANDLERS: Final = {
 
 
 def writes(event: str, payload: HookPayload) -> bool:
-    """True when the event stores something (so it may create a store where the project was wired)."""
-    return event in ("pre-compact", "session-end") or (
-        event == "user-prompt" and remember_request(payload.prompt) is not None
-    )
+    """True when the event stores something in a store that may not exist yet: a ``remember:`` note (a
+    checkpoint is saved only over an existing one, so never into a new store)."""
+    return event == "user-prompt" and remember_request(payload.prompt) is not None

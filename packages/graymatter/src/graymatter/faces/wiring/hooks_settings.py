@@ -48,13 +48,16 @@ class HookFormat:
     strict: bool = False
 
 
-def _events(native: dict[str, str], session_matcher: str, scale: int) -> tuple[HookEvent, ...]:
-    return (
+def _events(
+    native: dict[str, str], session_matcher: str | None, scale: int, *, compact: bool = True, end_s: int = 10
+) -> tuple[HookEvent, ...]:
+    events = [
         HookEvent("session-start", native["session-start"], session_matcher, 10 * scale),
         HookEvent("user-prompt", native["user-prompt"], None, 10 * scale),
         HookEvent("pre-compact", native["pre-compact"], None, 30 * scale),
-        HookEvent("session-end", native["session-end"], None, 10 * scale),
-    )
+        HookEvent("session-end", native["session-end"], None, end_s * scale),
+    ]
+    return tuple(e for e in events if compact or e.event != "pre-compact")
 
 
 _CLAUDE_NAMES: Final = {
@@ -77,18 +80,23 @@ FORMATS: Final[dict[str, HookFormat]] = {
     ),
     "codex": HookFormat(
         "codex", ".codex/hooks.json", "hooks.json", False, False,
-        _events(_CLAUDE_NAMES, "startup|resume|clear", 1), strict=True,
+        _events(_CLAUDE_NAMES, "startup|resume|clear", 1, end_s=3), strict=True,
     ),
     "gemini": HookFormat(
         "gemini", ".gemini/settings.json", "settings.json", False, True,
-        _events(_GEMINI_NAMES, "startup|resume|clear", 1000),
+        _events(_GEMINI_NAMES, None, 1000, compact=False),
     ),
     "qwen": HookFormat(
         "qwen", ".qwen/settings.json", "settings.json", False, True,
-        _events(_CLAUDE_NAMES, "startup|resume|clear|compact", 1000),
+        _events(_CLAUDE_NAMES, None, 1000),
     ),
 }  # fmt: skip
-"""The clients with hooks, and how each registers them (timeouts in seconds, or ms for Gemini and Qwen)."""
+"""The clients with hooks, and how each registers them (timeouts in seconds, or ms for Gemini and Qwen).
+
+Matchers: Claude Code reads ``a|b`` as alternatives and Codex as a regex; Gemini CLI and Qwen Code compare a
+lifecycle matcher to the source by exact equality, so they get none (every source). Gemini fires
+``PreCompress`` before every turn, not only before a compression, so it gets no pre-compact hook. Codex
+clamps a ``SessionEnd`` timeout to 3 s, so it is given 3."""
 
 
 def _global_dir(context: WiringContext) -> Path:
