@@ -356,7 +356,7 @@ class Agent:
             return True
         self._mark_pending(traj, True)
         self._stamp(traj)
-        return self._saver.save_now(traj) or not self._saver.stop_on_failure
+        return self._saver.save_now(traj, sync_directory=False) or not self._saver.stop_on_failure
 
     @staticmethod
     def _mark_pending(traj: Trajectory, pending: bool) -> None:

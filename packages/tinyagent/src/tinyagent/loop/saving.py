@@ -36,14 +36,22 @@ class Saver:
         self._worker: _SaveWorker | None = None
         self._pending = False  # a checkpoint was handed to the worker and not yet collected
 
-    def save_now(self, traj: Trajectory) -> bool:
-        """Synchronous save (after any overlapped one has finished); reports a failure on stderr."""
+    def save_now(self, traj: Trajectory, *, sync_directory: bool = True) -> bool:
+        """Synchronous save (after any overlapped one has finished); reports a failure on stderr.
+
+        `sync_directory=False` (the save before a tool batch): the data is fsynced but not the rename,
+        which the next save makes durable; a plain save callable always does its own full write.
+        """
         self.finish_pending()
         if self.save is None:
             return True
         self.saves += 1
         try:
-            self.save(traj)
+            encode, write = getattr(self.save, "encode", None), getattr(self.save, "write", None)
+            if not sync_directory and callable(encode) and callable(write):
+                write(encode(traj), sync_directory=False)
+            else:
+                self.save(traj)
             return True
         except Exception as exc:
             self._report_failure(exc)

@@ -15,13 +15,17 @@ class SaveError(TinyAgentError, OSError):
     """The trajectory could not be written; the previous file (if any) is unchanged."""
 
 
-def write_private_atomic(path: Path, data: bytes, *, no_clobber: bool = False) -> None:
+def write_private_atomic(
+    path: Path, data: bytes, *, no_clobber: bool = False, sync_directory: bool = True
+) -> None:
     """Atomically replace `path` with `data` (mode 0600); never follows a symlink at `path`.
 
     Missing parent directories are created with mode 0700. Raises SaveError on any failure,
     leaving the previous file (if any) intact and no temporary file behind. With `no_clobber`
     the file is published with link(2), which fails if `path` exists (even if it appeared after
-    any earlier check), so an existing file is never replaced.
+    any earlier check), so an existing file is never replaced. Without `sync_directory` the rename is
+    not fsynced: the file's data is, so after a power loss the name holds the old or the new complete
+    file (a process kill always sees the new one); the next synced write makes it durable.
     """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
@@ -43,7 +47,8 @@ def write_private_atomic(path: Path, data: bytes, *, no_clobber: bool = False) -
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise SaveError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    _fsync_directory(directory)
+    if sync_directory or no_clobber:
+        _fsync_directory(directory)
 
 
 def _check_destination(path: Path, directory: Path, *, no_clobber: bool) -> None:

@@ -72,10 +72,11 @@ class TrajectoryFile:
     def encode(self, trajectory: Trajectory) -> bytes:
         return self._encoder.encode(trajectory)
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, *, sync_directory: bool = True) -> None:
+        """Write encoded bytes atomically (`sync_directory`: see `write_private_atomic`)."""
         if _injected_failure():
             raise SaveError(f"injected save failure ({FAULT_ENV})")
-        write_private_atomic(self.path, data, no_clobber=self._must_create)
+        write_private_atomic(self.path, data, no_clobber=self._must_create, sync_directory=sync_directory)
         self._must_create = False
 
     def __call__(self, trajectory: Trajectory) -> None:
