@@ -128,6 +128,37 @@ def test_rest_and_mcp_enforce_token_scopes(pg_dsn: str, tmp_path: Path, servers:
             )
         return results
 
+    async def reader_mcp_calls() -> dict[str, Any]:
+        """The read-only token over MCP: every write tool refused, reads allowed."""
+        import httpx2
+        from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
+
+        calls = {
+            "add": ("memory_add", {"agent_id": "alpha", "text": "reader write"}),
+            "save": ("checkpoint_save", {"agent_id": "alpha", "state": "{}"}),
+            "forget": (
+                "memory_reflect",
+                {"agent_id": "alpha", "action": "forget", "text": "alpha uses port 7000"},
+            ),
+            "pin": (
+                "memory_reflect",
+                {"agent_id": "alpha", "action": "pin", "target": "alpha uses port 7000"},
+            ),
+            "search": ("memory_search", {"agent_id": "alpha", "query": "port 7000"}),
+        }
+        async with (
+            httpx2.AsyncClient(headers=h_reader, timeout=30) as http_client,
+            Client(streamable_http_client(url + "/mcp", http_client=http_client), mode="legacy") as client,
+        ):
+            return {key: await client.call_tool(tool, arguments) for key, (tool, arguments) in calls.items()}
+
+    read_only = anyio.run(reader_mcp_calls)
+    for name in ("add", "save", "forget", "pin"):
+        assert read_only[name].is_error, name
+        assert f"token {reader['id']} is read-only" in read_only[name].content[0].text, name
+    assert not read_only["search"].is_error
+
     results = anyio.run(mcp_calls)
     for name in ("add_beta", "search_beta", "save_beta", "resume_beta", "reflect_beta"):
         assert results[name].is_error, name

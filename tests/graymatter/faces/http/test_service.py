@@ -186,8 +186,32 @@ def test_serve_with_two_workers(tmp_path: Path) -> None:
         ]
         listed = httpx.get(url + "/facts", params={"agent_id": "w", "limit": 100}, headers=auth(), timeout=30)
         assert sorted(f["id"] for f in listed.json()["facts"]) == sorted(ids)
+        workers = [pid for pid in _children(server.process.pid) if _listening(pid)]
+        assert len(workers) == 2, workers  # --workers 2 really runs two serving processes
     finally:
         server.stop()
+
+
+def _children(parent: int) -> list[int]:
+    """Live child processes of ``parent`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == parent and fields[0] not in ("Z", "X"):
+                found.append(int(entry.name))
+    return found
+
+
+def _listening(pid: int) -> bool:
+    """Whether the process holds a socket (a worker serves on the inherited listening socket)."""
+    try:
+        return any(link.readlink().name.startswith("socket:") for link in Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
 
 
 def test_token_cli_on_the_embedded_store(tmp_path: Path) -> None:

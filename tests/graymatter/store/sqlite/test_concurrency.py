@@ -27,20 +27,29 @@ with Memory(sys.argv[1], config=MemoryConfig(), embedder=None, summariser=None) 
 print("ok")
 """
 
-READER = """
-import sys, time
+READER = r"""
+import json, re, sys, time
 from pathlib import Path
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 stop = Path(sys.argv[2])
-count = 0
+count = nonempty = 0
+bad = []
+shape = re.compile(r"writer (\d+) fact (\d+) about topic (\d+)")
 with Memory(sys.argv[1], config=MemoryConfig(), embedder=None, summariser=None) as memory:
     while not stop.exists() or count < 5:
-        for agent in ("agent-0", "agent-1", "agent-2"):
-            memory.recall(agent, f"topic {count % 17} writer fact")
+        for n, agent in enumerate(("agent-0", "agent-1", "agent-2")):
+            hits = memory.recall(agent, f"topic {count % 17} writer fact")
+            nonempty += bool(hits)
+            if len({h.id for h in hits}) != len(hits):
+                bad.append(f"duplicate hits for {agent}")
+            for hit in hits:  # only whole facts of this agent: written by the writers with index % 3 == n
+                m = shape.fullmatch(hit.text)
+                if hit.agent_id != agent or not m or int(m[1]) % 3 != n or int(m[2]) % 17 != int(m[3]):
+                    bad.append(f"{agent} got {hit.agent_id}: {hit.text!r}")
             count += 1
         time.sleep(0.01)
-print(count)
+print(json.dumps({"count": count, "nonempty": nonempty, "bad": bad[:5]}))
 """
 
 
@@ -98,10 +107,15 @@ def test_eight_writers_and_concurrent_readers_lose_nothing(tmp_path: Path) -> No
     for out, err, code in outcomes:
         assert (code, out.strip(), err) == (0, "ok", "")
     for out, err, code in read_outcomes:
-        assert code == 0 and err == "" and int(out) >= 5
+        assert code == 0 and err == "", err
+        report = json.loads(out)
+        assert report["count"] >= 5 and report["nonempty"] > 0  # recalls found the facts being written
+        assert report["bad"] == []  # every hit was a whole fact of the agent asked about
     for result in cli_recalls:
         assert result.returncode == 0 and result.stderr == ""
-        assert isinstance(json.loads(result.stdout), list)
+        hits = json.loads(result.stdout)
+        assert isinstance(hits, list)
+        assert all(h["agent_id"] == "agent-1" and h["text"].startswith("writer ") for h in hits)
 
     with Memory(store, config=MemoryConfig(), embedder=None) as memory:
         texts = [f.text for agent in ("agent-0", "agent-1", "agent-2") for f in memory.list(agent)]
