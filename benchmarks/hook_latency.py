@@ -4,13 +4,13 @@ Rows, interleaved round-robin in the same run so load drifts hit all alike: ``py
 of any Python process), ``graymatter --version`` (the CLI's start-up), and the Claude Code hooks
 ``session-start`` (last checkpoint + top-5 agent + top-3 shared facts) and ``user-prompt`` (per-prompt
 recall, top-3 + top-3, a new query and session each run so dedupe never short-cuts it), plus
-``pre-compact`` (a checkpoint write). Each hook run's output is checked: session-start and user-prompt
-must inject a block. The store is a copy of the 10k-fact keyword snapshot (``cold_recall``), routed by
-``GRAYMATTER_DIR`` and ``GRAYMATTER_AGENT_ID`` exactly as a wired project would be. Target (issue 11):
-user-prompt p99 <= 150 ms on a quiet machine. Beside wall time, each row reports the child's CPU time
-(user + system), which a busy machine inflates far less. The 1-minute load average is printed before
-and after; one ``-X importtime`` run lists which heavy packages (MCP SDK, numpy, HTTP stack) the hook
-path loads: the answer should be none.
+``pre-compact`` (a checkpoint carried forward). Each hook run's output is checked: session-start and
+user-prompt must inject a block. The store is a copy of the 10k-fact keyword snapshot (``cold_recall``)
+with one checkpoint, routed by ``GRAYMATTER_DIR`` and ``GRAYMATTER_AGENT_ID`` exactly as a wired project
+would be. Target (issue 11): user-prompt p99 <= 150 ms on a quiet machine. Beside wall time, each row
+reports the child's CPU time (user + system), which a busy machine inflates far less. The 1-minute load
+average is printed before and after; one ``-X importtime`` run lists which heavy packages (MCP SDK,
+numpy, HTTP stack) the hook path loads: the answer should be none.
 """
 
 from __future__ import annotations
@@ -70,6 +70,15 @@ def heavy_imports(command: list[str], env: dict[str, str], payload: bytes) -> li
     return sorted(found)
 
 
+def _seed_checkpoint(store: Path) -> None:
+    """A checkpoint for session-start to show and for pre-compact to carry forward."""
+    from graymatter import Memory
+    from graymatter.config import MemoryConfig
+
+    with Memory(store, config=MemoryConfig(async_consolidate=False), embedder=None) as memory:
+        memory.checkpoint_save(AGENT, {"task": "benchmark the hooks", "step": 1})
+
+
 def _rows(gm: list[str]) -> dict[str, list[str]]:
     hook = [*gm, "hook", "claude-code"]
     return {
@@ -114,6 +123,7 @@ def run(quick: bool) -> dict[str, Any]:
         project = Path(tmp) / "project"
         (project / ".git").mkdir(parents=True)
         shutil.copytree(ensure_store(SIZE), project / ".graymatter")
+        _seed_checkpoint(project / ".graymatter")
         env.update(GRAYMATTER_DIR=str(project / ".graymatter"), GRAYMATTER_AGENT_ID=AGENT)
         rows = _rows(graymatter_command())
         load_before = os.getloadavg()[0]
