@@ -78,7 +78,7 @@ def _tally(response: httpx.Response) -> httpx.Response:
 
 
 @schema.parametrize()
-@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 def test_rest_cases_never_fail_with_any_token(case: schemathesis.Case, served: dict[str, str]) -> None:
     for token in (TOKEN, served["reader"], "wrong-token-0123456789abcdef"):
         response = _tally(case.call(base_url=served["url"], headers={"Authorization": f"Bearer {token}"}))
@@ -146,7 +146,7 @@ ARGUMENT_NAMES = ["agent_id", "agent", "text", "query", "queries", "state", "act
                   "equivalents", "top_k", "confidence", "on_missing", "explain", "extra"]  # fmt: skip
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     name=st.sampled_from(TOOLS),
     arguments=st.dictionaries(
