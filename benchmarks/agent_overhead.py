@@ -172,6 +172,18 @@ class TinyAgentNoFsync(TinyAgent):
         return [sys.executable, "-c", shim, *args], env
 
 
+class TinyAgentMcp(TinyAgent):
+    """The same run with one stdio MCP server configured (--mcp; a minimal raw JSON-RPC server): its five
+    tools are offered in every request and the server is started before, and stopped after, the run."""
+
+    name = "tinyagent, one MCP server"
+    SERVER = REPO_ROOT / "tests" / "tinyagent" / "mcpclient" / "stdio_server.py"
+
+    def command(self, base_url: str, run_dir: Path, steps: int) -> tuple[list[str], dict[str, str]]:
+        cmd, env = super().command(base_url, run_dir, steps)
+        return [*cmd, "--mcp", f"stub={sys.executable} {self.SERVER}"], env
+
+
 class TinyAgentStreaming(TinyAgent):
     """tinyagent's default mode (SSE streaming), for reference; mini has no streaming."""
 
@@ -363,7 +375,12 @@ def run(quick: bool) -> dict[str, Any]:
     workdir = base / "work"
     workdir.mkdir(parents=True)
 
-    agents: list[Agent] = [TinyAgent(workdir), TinyAgentNoFsync(workdir), TinyAgentStreaming(workdir)]
+    agents: list[Agent] = [
+        TinyAgent(workdir),
+        TinyAgentNoFsync(workdir),
+        TinyAgentStreaming(workdir),
+        TinyAgentMcp(workdir),
+    ]
     if venv is not None:
         agents.append(MiniSweAgent(workdir, venv))
 
@@ -382,7 +399,7 @@ def run(quick: bool) -> dict[str, Any]:
     entries: dict[str, dict[str, Any]] = {}
     for agent in agents:
         entry: dict[str, Any] = {"version_or_help_ms": None}
-        if not isinstance(agent, TinyAgentStreaming | TinyAgentNoFsync):  # same program as row 1
+        if not isinstance(agent, TinyAgentStreaming | TinyAgentNoFsync | TinyAgentMcp):  # same as row 1
             cmd, env = agent.version_command()
             slow = isinstance(agent, MiniSweAgent)  # seconds per start: keep --quick short
             count = 1 if slow and quick else repeats
@@ -460,6 +477,11 @@ def run(quick: bool) -> dict[str, Any]:
         rows,
     )
     fsync_cost = round(tiny["harness_overhead_ms"] - nofsync["harness_overhead_ms"], 2)
+    with_mcp = results["agents"][TinyAgentMcp.name]
+    print(
+        f"one MCP server configured: {with_mcp['harness_overhead_ms']} ms harness overhead per step, "
+        f"{with_mcp['to_first_request_ms']} ms to the first request (server started and listed)"
+    )
     verdict: dict[str, Any] = {
         "startup_target_s": TARGET_STARTUP_S,
         "startup_ok": tiny["to_first_request_ms"] / 1000 < TARGET_STARTUP_S,
