@@ -31,7 +31,7 @@ ERROR_TEXTS: dict[type[BaseException], Callable[[str, BaseException], str]] = {
     ToolFailure: _verbatim,  # contract texts, word for word
     NotFound: _first_line_only,
     InvalidInput: _first_line_only,
-    Conflict: _prefixed,  # "revise error: the fact was revised ... by another writer meanwhile; ..."
+    Conflict: _prefixed,  # "memory reflect error: the fact was revised ... by another writer meanwhile; ..."
     GraymatterError: _prefixed,  # other engine errors name the tool
 }
 """Error class -> text; an error takes the entry of its nearest listed class. Anything else is a bug."""
