@@ -2,7 +2,7 @@
 
 Usage: ``python stdio_recorder.py --log FILE [--flip-found] -- SERVER_COMMAND...``
 
-Every JSON-RPC line in either direction is appended to FILE as ``{"dir": "c2s"|"s2c", "msg": ...}``.
+Every JSON-RPC line in either direction is appended to FILE as ``{"dir": "c2s"|"s2c", "t": ..., "msg": ...}``.
 Lines pass through unchanged, except with ``--flip-found``: a server result whose structuredContent has
 ``"found": false`` gets ``"found": true`` instead and nothing else changes. That is the negative control
 of the release gate (the client's output-schema validation must reject the altered result).
@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import IO, Any
 
 
@@ -50,7 +51,8 @@ def pump(
                 if altered:
                     out = (json.dumps(forwarded, separators=(",", ":")) + "\n").encode()
             with lock:  # the log keeps what the server sent; ``altered`` marks what the client got instead
-                log.write(json.dumps({"dir": direction, "altered": altered, "msg": message}) + "\n")
+                entry = {"dir": direction, "altered": altered, "t": time.time(), "msg": message}
+                log.write(json.dumps(entry) + "\n")
                 log.flush()
         sink.write(out)
         sink.flush()
