@@ -174,3 +174,39 @@ def test_connections_beyond_the_cap_are_closed_unserved(tmp_path: Path) -> None:
         assert _eventually_healthy(capped)  # the slots come back once the server sees the closes
     finally:
         capped.kill()
+
+
+@pytest.mark.postgres
+def test_pool_bounds_from_serve_cap_the_connections_each_server_holds(pg_dsn: str, tmp_path: Path) -> None:
+    import psycopg
+
+    servers = [
+        start_server(pg_dsn, tmp_path / f"s{i}", "--pool-min", "1", "--pool-max", "2") for i in range(2)
+    ]
+    database = pg_dsn.split("/", 3)[3].split("?", 1)[0]
+    peak = 0
+
+    def hammer(url: str, n: int) -> None:
+        with httpx.Client(headers=auth(), timeout=60) as http:
+            for i in range(15):
+                http.post(url + "/remember", json={"agent_id": "pool", "text": f"pool fact {n} {i}"})
+                http.get(url + "/recall", params={"agent_id": "pool", "q": "pool fact"})
+
+    try:
+        clients = [threading.Thread(target=hammer, args=(s.url, n)) for n in range(4) for s in servers]
+        for client in clients:
+            client.start()
+        with psycopg.connect(pg_dsn, autocommit=True) as watcher:
+            while any(c.is_alive() for c in clients):
+                row = watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (database,),
+                ).fetchone()
+                peak = max(peak, int(row[0]) if row else 0)
+                time.sleep(0.02)
+        for client in clients:
+            client.join()
+    finally:
+        for server in servers:
+            server.kill()
+    assert 2 <= peak <= 2 * 2  # eight concurrent clients, two servers, --pool-max 2 each
