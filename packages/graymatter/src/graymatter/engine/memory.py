@@ -33,12 +33,14 @@ from graymatter.ids import new_ulid
 from graymatter.models import (
     ConsolidationReport,
     Fact,
+    Interface,
     Link,
     MemoryStats,
     Provenance,
     Revision,
     utcnow,
 )
+from graymatter.store.base import FactsPage
 
 log = logging.getLogger("graymatter")
 
@@ -310,6 +312,30 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         self._access.flush()
         agent_id = self._agent(agent_id)
         return self.store.latest_facts(agent_id, limit, include_superseded=include_superseded)
+
+    def facts_page(
+        self,
+        agent_id: str,
+        limit: int,
+        *,
+        before: tuple[datetime, str] | None = None,
+        live: bool | None = True,
+        pinned: bool | None = None,
+        confidence: Confidence | None = None,
+        interface: Interface | None = None,
+        scan: int | None = None,
+    ) -> FactsPage:
+        """Up to ``limit`` (1..1000) facts older than the ``before`` cursor, newest first by
+        ``(created_at, id)``: live only, superseded only (``live=False``) or both (``None``), optionally
+        only pinned / unpinned, of one confidence or written over one interface. Filters beyond live/all
+        examine at most ``scan`` facts past the cursor when it is given (see :meth:`Store.facts_page`)."""
+        if not 1 <= limit <= 1000 or (scan is not None and scan < 1):
+            raise InvalidInput("limit must be 1..1000 and scan at least 1")
+        self._access.flush()
+        return self.store.facts_page(
+            self._agent(agent_id), before=before, limit=limit, live=live, pinned=pinned,
+            confidence=confidence, interface=interface, scan=scan,
+        )  # fmt: skip
 
     # `list` is defined last so the builtin stays usable in the annotations above.
     def list(

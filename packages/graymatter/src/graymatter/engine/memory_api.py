@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Protocol, TypedDict, Unpack
 
 from graymatter.constants import Confidence
@@ -16,6 +17,7 @@ from graymatter.models import (
     BatchRecallResult,
     Checkpoint,
     Fact,
+    Interface,
     Link,
     Provenance,
     RecallExplanation,
@@ -24,6 +26,7 @@ from graymatter.models import (
     Revision,
     SignalWeights,
 )
+from graymatter.store.base import FactsPage
 
 ProvenanceArg = Provenance | dict[str, Any] | None
 """What a write accepts as its provenance."""
@@ -72,6 +75,17 @@ class LatestFactsOptions(TypedDict, total=False):
     """The keyword options of ``latest_facts``."""
 
     include_superseded: bool
+
+
+class FactsPageOptions(TypedDict, total=False):
+    """The keyword options of ``facts_page`` (``Memory.facts_page`` documents them)."""
+
+    before: tuple[datetime, str] | None
+    live: bool | None
+    pinned: bool | None
+    confidence: Confidence | None
+    interface: Interface | None
+    scan: int | None
 
 
 class ListOptions(LatestFactsOptions, total=False):
@@ -132,3 +146,5 @@ class MemoryAPI(Protocol):
     def latest_facts(
         self, agent_id: str, limit: int, **options: Unpack[LatestFactsOptions]
     ) -> builtins.list[Fact]: ...
+
+    def facts_page(self, agent_id: str, limit: int, **options: Unpack[FactsPageOptions]) -> FactsPage: ...

@@ -13,6 +13,7 @@ from graymatter.engine.embedding_index import REEMBED_BATCH
 from graymatter.engine.memory_api import (
     DEFAULT_SCOPE,
     CheckpointOptions,
+    FactsPageOptions,
     LatestFactsOptions,
     ListOptions,
     MemoryAPI,
@@ -37,6 +38,7 @@ from graymatter.models import (
     RecallHit,
     Revision,
 )
+from graymatter.store.base import FactsPage
 
 if TYPE_CHECKING:
     from graymatter.engine.memory import Memory
@@ -206,6 +208,9 @@ class ScopedMemory:
         self, agent_id: str, limit: int, **options: Unpack[LatestFactsOptions]
     ) -> builtins.list[Fact]:
         return self._memory.latest_facts(_readable(agent_id), limit, **options)
+
+    def facts_page(self, agent_id: str, limit: int, **options: Unpack[FactsPageOptions]) -> FactsPage:
+        return self._memory.facts_page(_readable(agent_id), limit, **options)
 
     def list(self, agent_id: str, **options: Unpack[ListOptions]) -> builtins.list[Fact]:
         return self._memory.list(_readable(agent_id), **options)

@@ -41,6 +41,17 @@ class ScoredId:
     score: float
 
 
+@dataclass(frozen=True, slots=True)
+class FactsPage:
+    """One page of an agent's facts, newest first, and where the next page starts."""
+
+    facts: list[Fact]
+    before: tuple[datetime, str] | None
+    """The ``(created_at, id)`` cursor of the next page; ``None`` when no older fact is left to examine."""
+    partial: bool
+    """The ``scan`` bound stopped this page before it filled: older facts remain unexamined."""
+
+
 @runtime_checkable
 class Store(Protocol):
     """Persistence and candidate retrieval for facts, checkpoints and links."""
@@ -93,6 +104,27 @@ class Store(Protocol):
     def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
         """The newest ``limit`` facts of kind ``fact`` of one agent, newest first (``created_at``, then id
         descending): the listing :meth:`list_facts` gives, reversed and cut, without reading everything."""
+
+    def facts_page(
+        self,
+        agent_id: str,
+        *,
+        before: tuple[datetime, str] | None,
+        limit: int,
+        live: bool | None = True,
+        pinned: bool | None = None,
+        confidence: str | None = None,
+        interface: str | None = None,
+        scan: int | None = None,
+    ) -> FactsPage:
+        """Up to ``limit`` facts of kind ``fact`` older than the ``before`` cursor, newest first by
+        ``(created_at, id)``; ``live``: live only / superseded only (``False``) / both (``None``).
+
+        Live-only and all-facts walks follow an index, so any depth costs O(limit). The other filters skip
+        rows of that walk; with ``scan`` the page examines at most ``scan`` facts past the cursor and, if it
+        did not fill, is ``partial`` with ``before`` at the last fact examined. Following ``before`` from
+        ``None`` yields every matching fact exactly once.
+        """
 
     def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
         """For each given id, the ids of the facts it superseded (oldest first); ids with none are omitted."""

@@ -9,8 +9,9 @@ from typing import Any
 import psycopg
 
 from graymatter.models import Fact, MemoryStats
-from graymatter.store.base import Confidences
+from graymatter.store.base import Confidences, FactsPage
 from graymatter.store.listings import SharedListings
+from graymatter.store.paging import PageFilters, PageSpelling, read_page
 from graymatter.store.postgres.connection import PostgresConnections
 from graymatter.store.postgres.rows import DIALECT, one, utc
 from graymatter.store.postgres.schema import SESSION_SQL
@@ -33,6 +34,13 @@ _NEIGHBOURS_SQL = (
     " ) AS n"
     " WHERE a.id = ANY(%s) AND a.superseded_by IS NULL AND a.kind = 'fact'"
     f" AND {SESSION_SQL.format(t='a.')} IS NOT NULL"
+)
+_PAGES = PageSpelling(
+    DIALECT,
+    live_source="gm_facts",
+    all_source="gm_facts",
+    interface="coalesce(provenance::jsonb ->> 'interface', 'library')",
+    row_values=True,
 )
 _STATS_SQL = (
     "SELECT"
@@ -123,6 +131,22 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
         params.append(limit)
         rows = self._read(lambda c: c.execute(query, params).fetchall())
         return [r[0] for r in rows]
+
+    def facts_page(
+        self,
+        agent_id: str,
+        *,
+        before: tuple[datetime, str] | None,
+        limit: int,
+        live: bool | None = True,
+        pinned: bool | None = None,
+        confidence: str | None = None,
+        interface: str | None = None,
+        scan: int | None = None,
+    ) -> FactsPage:
+        """A keyset page, newest first: one index walk from the cursor (``store/paging.py``)."""
+        filters = PageFilters(live, pinned, confidence, interface)
+        return read_page(_PAGES, self._read, agent_id, before, limit, filters, scan)
 
     def _stats_row(self, c: psycopg.Connection[Any], agent_id: str) -> MemoryStats:
         row = one(c.execute(_STATS_SQL, (agent_id,)).fetchone())

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from graymatter.models import Fact, MemoryStats
-from graymatter.store.base import Confidences
+from graymatter.store.base import Confidences, FactsPage
 from graymatter.store.listings import SharedListings
+from graymatter.store.paging import PageFilters, PageSpelling, read_page
 from graymatter.store.records import SharedRecords
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import (
@@ -27,6 +29,13 @@ _SIDE_SQL = (
 )
 _BEFORE_SQL = _SIDE_SQL.format(op="<", order="created_at DESC, id DESC")
 _AFTER_SQL = _SIDE_SQL.format(op=">", order="created_at, id")
+_PAGES = PageSpelling(
+    DIALECT,
+    live_source="facts INDEXED BY facts_live_recent",
+    all_source="facts INDEXED BY facts_agent_kind",
+    interface="coalesce(json_extract(provenance, '$.interface'), 'library')",
+    row_values=False,
+)
 _STATS_SQL = (
     "SELECT "
     " sum(kind = 'fact' AND superseded_by IS NULL),"
@@ -125,6 +134,22 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
         params.append(limit)
         rows = self._read(lambda c: c.execute(sql, params).fetchall())
         return [r[0] for r in rows]
+
+    def facts_page(
+        self,
+        agent_id: str,
+        *,
+        before: tuple[datetime, str] | None,
+        limit: int,
+        live: bool | None = True,
+        pinned: bool | None = None,
+        confidence: str | None = None,
+        interface: str | None = None,
+        scan: int | None = None,
+    ) -> FactsPage:
+        """A keyset page, newest first: one index walk from the cursor (``store/paging.py``)."""
+        filters = PageFilters(live, pinned, confidence, interface)
+        return read_page(_PAGES, self._read, agent_id, before, limit, filters, scan)
 
     def _stats_row(self, c: sqlite3.Connection, agent_id: str) -> MemoryStats:
         row = c.execute(_STATS_SQL, (agent_id,)).fetchone()
