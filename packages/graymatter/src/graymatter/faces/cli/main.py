@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from graymatter.errors import GraymatterError
 from graymatter.faces.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_code
-from graymatter.faces.cli.parser import parse_arguments
 from graymatter.faces.cli.render import emit_json
 
 
@@ -35,6 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
     try:
+        hooked = run_hook_fast(argv)
+        if hooked is not None:
+            return hooked
+        from graymatter.faces.cli.parser import parse_arguments
+
         args = parse_arguments(argv)
         json_mode = bool(args.json)
         return int(args.func(args) or 0)
@@ -52,6 +56,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("GRAYMATTER_DEBUG"):
             raise
         return report_error(RuntimeError(f"internal error ({type(exc).__name__}): {exc}"), json_mode)
+
+
+def run_hook_fast(argv: list[str]) -> int | None:
+    """Run ``hook CLIENT EVENT [--no-create]`` without building the whole parser (hooks run on every
+    prompt, so the 30 ms the parser and its command modules cost matter); None for any other command line,
+    which then goes through the parser (and its error messages) as usual."""
+    import argparse
+
+    from graymatter.faces.cli.grammar import lift_global_flags
+    from graymatter.faces.cli.hooks_cmds import HOOK_CLIENTS, HOOK_EVENTS, cmd_hook
+
+    flags, rest = lift_global_flags(argv)
+    no_create = "--no-create" in rest
+    words = [word for word in rest if word != "--no-create"]
+    if len(words) != 3 or words[0] != "hook" or words[1] not in HOOK_CLIENTS or words[2] not in HOOK_EVENTS:
+        return None
+    args = argparse.Namespace(client=words[1], event=words[2], no_create=no_create)
+    flags.apply(args)
+    return cmd_hook(args)
 
 
 if __name__ == "__main__":
