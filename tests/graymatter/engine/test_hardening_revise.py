@@ -78,7 +78,13 @@ def test_concurrent_revises_never_fork(opener: Callable[[], Memory]) -> None:
         barrier = threading.Barrier(2)
         outcomes: list[str] = []
 
-        def revise(memory: Memory, text: str) -> None:
+        def revise(
+            memory: Memory,
+            text: str,
+            agent: str = agent,
+            barrier: threading.Barrier = barrier,
+            outcomes: list[str] = outcomes,
+        ) -> None:
             barrier.wait()
             try:
                 memory.revise(agent, "the build uses make", text)

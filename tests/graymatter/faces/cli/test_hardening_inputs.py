@@ -87,8 +87,7 @@ def test_read_stream_bounds_exactly(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe")
     with pytest.raises(InvalidInput, match="thing is not UTF-8 text"):
         read_source(str(path), 10, "thing")
-    with pytest.raises(InvalidInput, match="cannot read thing .*: No such file"):
+    with pytest.raises(InvalidInput, match=r"cannot read thing .*: No such file"):
         read_source(str(tmp_path / "missing"), 10, "thing")
-    with open("/dev/zero", "rb") as zero:
-        with pytest.raises(InvalidInput):
-            read_stream(zero, 1 << 20, "zeros")
+    with open("/dev/zero", "rb") as zero, pytest.raises(InvalidInput):
+        read_stream(zero, 1 << 20, "zeros")
