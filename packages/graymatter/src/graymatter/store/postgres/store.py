@@ -1,8 +1,9 @@
 """PostgreSQL + pgvector store: the team backend behind the same ``Store`` protocol as SQLite.
 
 Many graymatter servers can share one database: every write is one transaction on a pooled connection,
-tombstoning is a conditional ``UPDATE ... WHERE superseded_by IS NULL`` (so two servers revising the same
-fact never both succeed), and nothing is cached in process that another server could make stale.
+a revision is a compare-and-swap (``replace_facts`` locks its targets ``FOR UPDATE`` and stores the
+replacement only if they are all still live, so two servers revising the same fact never both succeed;
+ADR 0012), and nothing is cached in process that another server could make stale.
 
 Ranking parity with the SQLite store
 ------------------------------------
