@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from pathlib import Path
+from urllib.parse import urlencode
 
 import httpx
 
@@ -17,13 +18,13 @@ from graymatter.faces.http.app import ServiceConfig, build_app
 TOKEN = "pages-test-token-0123456789"
 
 
-def _pages(memory: Memory, *paths: str, status: int = 200) -> list[str]:
+def _pages(memory: Memory, *paths: str, status: int = 200, token: str = TOKEN) -> list[str]:
     app = build_app(memory, TokenService(memory.store.token_store(), default_token=TOKEN), ServiceConfig())
 
     async def fetch() -> list[str]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8080") as client:
-            assert (await client.post("/ui/login", data={"token": TOKEN})).status_code == 303
+            assert (await client.post("/ui/login", data={"token": token})).status_code == 303
             out = []
             for path in paths:
                 reply = await client.get(path)
@@ -83,6 +84,54 @@ def test_a_filtered_listing_scans_in_windows_and_can_look_further_back(tmp_path:
     assert _texts(verified_further) == ["an old pinned fact"]
     assert "state must be one of live, superseded, all" in bad
     assert "before must be a cursor from a &#x27;Next page&#x27; link" in forged
+
+
+def _walk(memory: Memory, path: str) -> list[str]:
+    seen: list[str] = []
+    following: str | None = path
+    while following is not None:
+        (page,) = _pages(memory, following)
+        seen.extend(_texts(page))
+        following = _next(page)
+        assert following is None or following.count("~") == 1  # a keyset cursor: no depth, no offset
+    return seen
+
+
+def test_every_state_pages_by_keyset_each_fact_once(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
+    try:
+        memory.remember_many("k", [f"note {i:03d}" for i in range(2 * PAGE_SIZE + 7)])
+        for i in range(0, 2 * PAGE_SIZE + 7, 9):
+            memory.revise("k", f"note {i:03d}", f"note {i:03d} revised")
+        everything = [f.text for f in memory.latest_facts("k", 1000)]
+        gone = [f.text for f in memory.latest_facts("k", 1000) if not f.live]
+        live = [f.text for f in memory.latest_facts("k", 1000, include_superseded=False)]
+        assert (
+            _walk(memory, "/ui/facts?agent=k&state=all") == everything
+            and len(everything) == 2 * PAGE_SIZE + 19
+        )
+        assert _walk(memory, "/ui/facts?agent=k&state=superseded") == gone and len(gone) == 12
+        assert _walk(memory, "/ui/facts?agent=k") == live
+        deep = memory.latest_facts("k", 2 * PAGE_SIZE + 1, include_superseded=False)[-2]
+        cursor = urlencode({"agent": "k", "before": f"{deep.created_at.isoformat()}~{deep.id}"})
+        (page,) = _pages(memory, f"/ui/facts?{cursor}")
+    finally:
+        memory.close()
+    assert _texts(page) == live[2 * PAGE_SIZE :]
+
+
+def test_a_token_scoped_to_one_agent_pages_only_that_agent(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
+    try:
+        memory.remember("mine", "a fact of mine")
+        memory.remember("theirs", "a fact of theirs")
+        token, _ = TokenService(memory.store.token_store()).create(["mine"], read_only=True)
+        (own,) = _pages(memory, "/ui/facts?agent=mine&state=all&pinned=no", token=token)
+        (foreign,) = _pages(memory, "/ui/facts?agent=theirs&state=all", token=token, status=403)
+    finally:
+        memory.close()
+    assert _texts(own) == ["a fact of mine"]
+    assert "a fact of theirs" not in foreign
 
 
 def test_pages_and_sign_in_attempts_are_rate_limited_per_caller(tmp_path: Path) -> None:

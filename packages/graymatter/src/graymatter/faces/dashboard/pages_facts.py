@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import cast
 
+from graymatter.constants import Confidence
 from graymatter.errors import InvalidInput
 from graymatter.faces.dashboard.context import Ctx, Page, agent_nav
 from graymatter.faces.dashboard.html import Markup, hidden, join, link, render, table, url
 from graymatter.faces.dashboard.svg import rank_bar, sparkline
-from graymatter.models import Fact
+from graymatter.models import Fact, Interface
+from graymatter.store.base import FactsPage
 
 PAGE_SIZE = 50
 SCAN_CAP = 5_000
-"""A filtered listing reads at most this many of the newest facts (the page says so when it stops)."""
+"""A page filtered beyond live / all examines at most this many facts (the page says so when it stops)."""
 SPARK_DAYS = 30
 SPARK_SCAN = 2_000
 FILTERS = {
@@ -77,73 +80,52 @@ def _filters(ctx: Ctx) -> dict[str, str]:
     return chosen
 
 
-def _keep(fact: Fact, f: dict[str, str]) -> bool:
-    if (f["state"] == "live" and not fact.live) or (f["state"] == "superseded" and fact.live):
-        return False
-    if f["pinned"] != "any" and fact.pinned != (f["pinned"] == "yes"):
-        return False
-    if f["confidence"] != "any" and fact.confidence != f["confidence"]:
-        return False
-    return f["interface"] == "any" or fact.provenance.interface == f["interface"]
-
-
-Cursor = tuple[datetime, str, int]
-"""Where a page starts: the ``(created_at, id)`` of the row before it and how many rows were newer."""
+Cursor = tuple[datetime, str]
+"""Where a page starts: the ``(created_at, id)`` of the row before it."""
 
 
 def _cursor(ctx: Ctx) -> Cursor | None:
     raw = ctx.query.get("before")
     if not raw:
         return None
-    stamp, _, rest = raw.partition("~")
-    fact_id, _, depth = rest.partition("~")
+    stamp, _, fact_id = raw.partition("~")
     try:
         moment: datetime | None = datetime.fromisoformat(stamp)
     except ValueError:
         moment = None
-    if moment is None or not fact_id or not depth.isdigit() or len(depth) > 9:
+    if moment is None or moment.tzinfo is None or not fact_id or len(fact_id) > 64 or "~" in fact_id:
         raise InvalidInput("before must be a cursor from a 'Next page' link")
-    return moment, fact_id, int(depth)
+    return moment, fact_id
 
 
-def _encode(fact: Fact, depth: int) -> str:
-    return f"{fact.created_at.isoformat()}~{fact.id}~{depth}"
+def _encode(cursor: Cursor) -> str:
+    return f"{cursor[0].isoformat()}~{cursor[1]}"
 
 
-def facts_page(ctx: Ctx, f: dict[str, str]) -> tuple[list[Fact], str | None, bool]:
-    """One page after the cursor, newest first: ``(facts, next cursor, capped)``.
+def facts_page(ctx: Ctx, f: dict[str, str]) -> FactsPage:
+    """One keyset page after the cursor, newest first (``Memory.facts_page``).
 
-    The store lists newest first without a lower bound, so a page reads the rows before the cursor again
-    (its depth is in the cursor) and then at most :data:`SCAN_CAP` more; when filters find fewer than a
-    page there, the next cursor continues the scan ("capped").
+    Live / all listings are one index walk at any depth. The other filters (superseded only, pinned,
+    confidence, interface) have no index: a page examines at most :data:`SCAN_CAP` facts past the cursor
+    and, when they hold fewer matches than a page, is ``partial`` and offers to look further back.
     """
-    cursor = _cursor(ctx)
-    depth = cursor[2] if cursor else 0
-    unfiltered = (
-        all(f[name] == "any" for name in ("pinned", "confidence", "interface")) and f["state"] != "superseded"
+    state = {"live": True, "superseded": False, "all": None}[f["state"]]
+    return ctx.memory.facts_page(
+        ctx.agent,
+        PAGE_SIZE,
+        before=_cursor(ctx),
+        live=state,
+        pinned=None if f["pinned"] == "any" else f["pinned"] == "yes",
+        confidence=None if f["confidence"] == "any" else cast("Confidence", f["confidence"]),
+        interface=None if f["interface"] == "any" else cast("Interface", f["interface"]),
+        scan=SCAN_CAP,
     )
-    scan = depth + (PAGE_SIZE + 1 if unfiltered else PAGE_SIZE * 5)
-    while True:
-        newest = ctx.memory.latest_facts(ctx.agent, scan + 1, include_superseded=f["state"] != "live")
-        exhausted = len(newest) <= scan
-        rows = [
-            (n, x) for n, x in enumerate(newest[:scan]) if cursor is None or (x.created_at, x.id) < cursor[:2]
-        ]
-        kept = [(n, x) for n, x in rows if _keep(x, f)]
-        if len(kept) > PAGE_SIZE:
-            n, last = kept[PAGE_SIZE - 1]
-            return [x for _, x in kept[:PAGE_SIZE]], _encode(last, n + 1), False
-        if exhausted:
-            return [x for _, x in kept], None, False
-        if scan - depth >= SCAN_CAP:
-            return [x for _, x in kept], _encode(newest[scan - 1], scan), True
-        scan = min(depth + (scan - depth) * 5, depth + SCAN_CAP)
 
 
 def facts(ctx: Ctx) -> Page:
-    """An agent's facts with filters and cursor paging (newest first)."""
+    """An agent's facts with filters and keyset paging (newest first)."""
     f = _filters(ctx)
-    found, following, capped = facts_page(ctx, f)
+    page = facts_page(ctx, f)
     rows = [
         [
             link(url("fact", agent=ctx.agent, id=x.id), x.text if len(x.text) <= 200 else x.text[:199] + "…"),
@@ -152,7 +134,7 @@ def facts(ctx: Ctx) -> Page:
             state_label(x),
             x.provenance.interface,
         ]
-        for x in found
+        for x in page.facts
     ]
     parts = [agent_nav(ctx.agent, "facts"), _filter_form(ctx, f)]
     if rows:
@@ -160,15 +142,15 @@ def facts(ctx: Ctx) -> Page:
     else:
         empty = (
             f"None of these {SCAN_CAP:,} facts match the filters."
-            if capped
+            if page.partial
             else "No facts match these filters."
         )
         parts.append(render("<p>$m</p>", m=empty))
-    if following is not None:
-        label = f"Look further back (the next {SCAN_CAP:,} facts)" if capped else "Next page"
-        nxt = url("facts", agent=ctx.agent, **f, before=following)
+    if page.before is not None:
+        label = f"Look further back (the next {SCAN_CAP:,} facts)" if page.partial else "Next page"
+        nxt = url("facts", agent=ctx.agent, **f, before=_encode(page.before))
         parts.append(render('<p class="pager"><a rel="next" href="$h">$l</a></p>', h=nxt, l=label))
-    if capped:
+    if page.partial:
         parts.append(Markup(f"<p>A filtered page looks at {SCAN_CAP:,} facts at a time.</p>"))
     return Page(f"Facts of {ctx.agent}", join(parts), agent=ctx.agent)
 
