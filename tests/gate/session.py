@@ -215,5 +215,6 @@ def tool_results(client: Client, body: dict[str, Any]) -> list[str]:
         return [text(i.get("output")) for i in items if i.get("type") == "function_call_output"]
     if client.name == "gemini":
         parts = [p for c in body.get("contents") or [] for p in c.get("parts") or []]
-        return [text(p["functionResponse"].get("response")) for p in parts if "functionResponse" in p]
+        responses = [p["functionResponse"].get("response") or {} for p in parts if "functionResponse" in p]
+        return [text(r["output"] if isinstance(r.get("output"), str) else r) for r in responses]
     return [text(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "tool"]
