@@ -5,7 +5,8 @@
   output-schema validation rejects the result (the same recorder without the flip passes).
 * Raw JSON-RPC bytes: ``"found":false`` is on the wire, errors carry no ``structuredContent`` key, the
   initialize answer carries the static instructions, late cancellations are ignored, pipelined calls run
-  concurrently and each is answered once.
+  concurrently and each is answered once; a large nested state resumes as structuredContent that equals
+  the saved state, validates against the published outputSchema and is, as compact JSON, the text.
 """
 
 from __future__ import annotations
@@ -283,3 +284,40 @@ def test_store_flags_after_serve_select_the_store(tmp_path: Path) -> None:
 
     with Memory(store) as memory:
         assert [fact.text for fact in memory.list("flags")] == ["Flags after serve work."]
+
+
+def _large_state() -> dict[str, Any]:
+    turns = [
+        {
+            "turn": i,
+            "content": f'Schritt {i}: "quoted" \\ back\nslash ü 漢字 🙂',
+            "ratio": i / 7,
+            "done": i % 2 == 0,
+            "note": None,
+            "calls": [{"name": "read", "args": {"path": f"src/m{i}.py", "line": [i, i + 1]}}],
+        }
+        for i in range(3000)
+    ]
+    return {"task": "wire", "progress": {"done": 1.5e300, "todo": -0.0}, "turns": turns}
+
+
+def test_large_state_resumes_as_validating_structured_content_and_equal_text(raw: RawStdio) -> None:
+    state = _large_state()
+    raw.initialize()
+    raw.send({"id": 1, "method": "tools/list"})
+    _, listed = raw.receive()
+    schemas = {tool["name"]: tool["outputSchema"] for tool in listed["result"]["tools"]}
+    raw.call(2, "checkpoint_save", {"agent_id": "wire", "state": json.dumps(state)})
+    _, saved = raw.receive()
+    checkpoint_id = saved["result"]["structuredContent"]["checkpoint_id"]
+    raw.call(3, "checkpoint_resume", {"agent_id": "wire"})
+    line, answer = raw.receive()
+    result = answer["result"]
+    assert sorted(result) == ["content", "isError", "structuredContent"]
+    assert result["isError"] is False
+    structured = result["structuredContent"]
+    assert structured["id"] == checkpoint_id and structured["state"] == state
+    Draft202012Validator(schemas["checkpoint_resume"]).validate(structured)
+    assert [block["type"] for block in result["content"]] == ["text"]
+    assert json.loads(result["content"][0]["text"]) == structured
+    assert line.endswith(b"\n") and line.count(b"\n") == 1  # one JSON line, whatever the content holds

@@ -206,9 +206,28 @@ def _refuse_unknown_tools(server: MCPServer) -> None:
             raise MCPError(
                 code=INVALID_PARAMS, message=f"Unknown tool: {params.name}", data={"name": params.name}
             )
-        return await call(ctx, params)
+        return _wire_result(await call(ctx, params))
 
     lowlevel.add_request_handler("tools/call", CallToolRequestParams, checked)
+
+
+def _wire_result(result: Any) -> Any:
+    """A :class:`CallToolResult` as the wire mapping, its structuredContent passed as it is.
+
+    The SDK dumps a returned model (a walk over the whole structured content) and then validates and dumps the
+    mapping again for the negotiated protocol version; a mapping skips the first walk and keeps the
+    second, so the SDK still checks the result's shape. Our structured content is JSON data already (a
+    ``model_dump(mode="json")`` plus the store's decoded state).
+    """
+    from mcp_types import CallToolResult
+
+    if type(result) is not CallToolResult or result.structured_content is None:
+        return result
+    wire: dict[str, Any] = result.model_dump(
+        by_alias=True, mode="json", exclude_none=True, exclude={"structured_content"}
+    )
+    wire["structuredContent"] = result.structured_content
+    return wire
 
 
 @dataclass(frozen=True)

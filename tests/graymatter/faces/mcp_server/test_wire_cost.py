@@ -1,0 +1,75 @@
+"""The wire-cost measures keep the contract: one serialisation, the same bytes the SDK's own path would send.
+
+* ``_wire_result`` (a success handed to the SDK as a mapping, its structuredContent as it is) gives, after
+  the SDK's per-version validation and dump, exactly what the SDK makes of the model, for any JSON state
+  and every protocol version the SDK speaks; failures are left to the SDK.
+  (A large state over a real ``mcp serve`` subprocess: ``test_stdio_e2e.py``.)
+* ``tune_collector`` freezes what lives after start-up and raises the collection thresholds.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graymatter.faces.mcp_server.server import _success, _wire_result
+from graymatter.faces.mcp_server.stdio import COLLECTOR_THRESHOLDS, tune_collector
+
+pytestmark = pytest.mark.timeout(180)
+
+JSON_SCALARS = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS | st.floats(allow_nan=False, allow_infinity=False),
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=8), inner, max_size=5),
+    max_leaves=30,
+)
+VERSIONS = ("2025-06-18", "2025-11-25", "2026-07-28")
+
+
+def _sdk_wire(result: Any, version: str) -> dict[str, Any]:
+    from mcp_types import methods
+
+    dumped = (
+        result
+        if isinstance(result, dict)
+        else result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    )
+    return methods.serialize_server_result("tools/call", version, dumped)
+
+
+@settings(max_examples=60, deadline=None)
+@given(state=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6))
+def test_wire_result_is_what_the_sdk_makes_of_the_model(state: dict[str, Any]) -> None:
+    from graymatter.faces.mcp_server.schemas import CheckpointResumeResult
+
+    result = _success(CheckpointResumeResult(id="c1", created_at="2026-12-01T00:00:00Z", state=state))
+    wire = _wire_result(result)
+    assert isinstance(wire, dict)
+    assert wire["structuredContent"] is result.structured_content  # handed over, not walked
+    for version in VERSIONS:
+        assert _sdk_wire(wire, version) == _sdk_wire(result, version)
+    assert json.loads(wire["content"][0]["text"]) == wire["structuredContent"]
+
+
+def test_failures_are_left_to_the_sdk() -> None:
+    from graymatter.faces.mcp_server.server import _failure
+
+    failure = _failure("no checkpoint found")
+    assert _wire_result(failure) is failure
+    assert "structuredContent" not in _sdk_wire(failure, "2025-11-25")
+
+
+def test_tune_collector_freezes_start_up_objects_and_raises_thresholds() -> None:
+    thresholds = gc.get_threshold()
+    try:
+        tune_collector()
+        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
