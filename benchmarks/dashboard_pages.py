@@ -18,10 +18,11 @@ from typing import Any
 from urllib.parse import urlencode
 
 from benchmarks.harness import cache_dir, latency_summary, print_table, subprocess_env
+from graymatter.faces.dashboard.pages_facts import SCAN_CAP
 
 TOKEN = "bench-dashboard-token-0123456789"
-DEEP = 5_000
-"""How deep the deep-page row starts: the page after the newest 5,000 facts."""
+DEEP = (5_000, 50_000)
+"""How deep the deep-page rows start: the page after the newest 5,000 and 50,000 facts (keyset cursors)."""
 WORDS = [
     "deploy",
     "cache",
@@ -72,7 +73,8 @@ def _store(n: int) -> Path:
 PAGES = {
     "facts (first page)": "/ui/facts?agent=bench",
     "facts (page 3)": None,
-    "facts pinned=yes (5,000-fact window)": "/ui/facts?agent=bench&pinned=yes",
+    f"facts pinned=yes (scans {SCAN_CAP:,} facts)": "/ui/facts?agent=bench&pinned=yes",
+    f"facts state=superseded (scans {SCAN_CAP:,})": "/ui/facts?agent=bench&state=superseded",
     "search": "/ui/search?agent=bench&q=billing+valkey+rollback",
     "agents overview": "/ui/",
 }
@@ -84,6 +86,7 @@ BASELINES = {
 VERSUS = {
     "facts (first page)": "REST /facts (limit 50)",
     "facts (page 3)": "REST /facts (limit 50)",
+    **{f"facts (page {d // 50 + 1}, {d:,} newer)": "REST /facts (limit 50)" for d in DEEP},
     "search": "REST /recall (explain, k 10)",
 }
 
@@ -108,10 +111,7 @@ async def _server_times(path: Path, repeats: int) -> dict[str, dict[str, float]]
             second = (await c.get(nxt.group(1).replace("&amp;", "&"))).text if nxt else ""
             nxt2 = re.search(r'rel="next" href="([^"]+)"', second)
             pages = {**PAGES, "facts (page 3)": nxt2.group(1).replace("&amp;", "&") if nxt2 else None}
-            deep = memory.latest_facts("bench", DEEP)[-1]
-            pages[f"facts (page {DEEP // 50 + 1}, {DEEP:,} newer)"] = "/ui/facts?" + urlencode(
-                {"agent": "bench", "before": f"{deep.created_at.isoformat()}~{deep.id}~{DEEP}"}
-            )
+            pages.update(_deep_pages(memory))
             bearer = {"authorization": f"Bearer {TOKEN}"}
             for name, url in {**pages, **BASELINES}.items():
                 if url is None:
@@ -123,9 +123,39 @@ async def _server_times(path: Path, repeats: int) -> dict[str, dict[str, float]]
                     times.append(time.perf_counter() - t0)
                     assert reply.status_code == 200, (name, reply.status_code)
                 out[name] = latency_summary(times)
+        out[OLD_READ] = _old_read(memory, repeats)
     finally:
         memory.close()
     return out
+
+
+OLD_READ = f"engine latest_facts({DEEP[-1] + 51:,}): the old page-{DEEP[-1] // 50 + 1} read"
+"""Before keyset paging a page at depth d re-read the newest d + 51 facts: that read, timed in this run."""
+
+
+def _deep_pages(memory: Any) -> dict[str, str]:
+    """Keyset cursors after the newest 5,000 / 50,000 facts, live and all, and pinned=yes at 50,000."""
+    out = {}
+    if memory.stats("bench").fact_count <= DEEP[-1]:
+        return out  # --quick: a smaller store has no such depth
+    for depth in DEEP:
+        deep = memory.latest_facts("bench", depth)[-1]
+        cursor = f"{deep.created_at.isoformat()}~{deep.id}"
+        for extra, label in (({}, ""), ({"state": "all"}, " state=all")):
+            query = urlencode({"agent": "bench", **extra, "before": cursor})
+            out[f"facts{label} (page {depth // 50 + 1}, {depth:,} newer)"] = f"/ui/facts?{query}"
+    query = urlencode({"agent": "bench", "pinned": "yes", "before": cursor})
+    out[f"facts pinned=yes ({DEEP[-1]:,} newer, scans {SCAN_CAP:,})"] = f"/ui/facts?{query}"
+    return out
+
+
+def _old_read(memory: Any, repeats: int) -> dict[str, float]:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        memory.latest_facts("bench", DEEP[-1] + 51)
+        times.append(time.perf_counter() - t0)
+    return latency_summary(times)
 
 
 def _first_paint(path: Path, repeats: int) -> dict[str, dict[str, float]]:
