@@ -14,7 +14,7 @@ from graymatter.models import Fact, Interface
 from graymatter.store.base import FactsPage
 
 PAGE_SIZE = 50
-SCAN_CAP = 5_000
+SCAN_CAP = 20_000
 """A page filtered beyond live / all examines at most this many facts (the page says so when it stops)."""
 SPARK_DAYS = 30
 SPARK_SCAN = 2_000
