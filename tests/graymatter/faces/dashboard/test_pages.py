@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlencode
 
 import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from graymatter.config import MemoryConfig
 from graymatter.engine.access import TokenService
 from graymatter.engine.memory import Memory
-from graymatter.faces.dashboard.pages_facts import PAGE_SIZE, SCAN_CAP
+from graymatter.errors import InvalidInput
+from graymatter.faces.dashboard.pages_facts import PAGE_SIZE, SCAN_CAP, encode_cursor, parse_cursor
 from graymatter.faces.http.app import ServiceConfig, build_app
 
 TOKEN = "pages-test-token-0123456789"
@@ -132,6 +137,37 @@ def test_a_token_scoped_to_one_agent_pages_only_that_agent(tmp_path: Path) -> No
         memory.close()
     assert _texts(own) == ["a fact of mine"]
     assert "a fact of theirs" not in foreign
+
+
+MOMENTS = st.datetimes(timezones=st.timezones() | st.just(UTC))
+IDS = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="~"), min_size=1, max_size=40)
+
+
+@given(moment=MOMENTS, fact_id=IDS)
+def test_a_cursor_reads_back_as_written(moment: datetime, fact_id: str) -> None:
+    assert parse_cursor(encode_cursor((moment, fact_id))) == (moment, fact_id)
+
+
+@given(raw=st.text(max_size=300))
+def test_any_other_before_is_refused_in_one_line_or_read_as_a_cursor(raw: str) -> None:
+    try:
+        parsed = parse_cursor(raw)
+    except InvalidInput as exc:
+        assert str(exc) == "before must be a cursor from a 'Next page' link"
+        return
+    if raw == "":
+        assert parsed is None
+        return
+    assert parsed is not None and parsed[0].utcoffset() is not None and parsed[1] == raw.partition("~")[2]
+    assert parse_cursor(encode_cursor(parsed)) == parsed
+
+
+@pytest.mark.parametrize(
+    "raw", ["2026-01-01T00:00:00~x", "2026-01-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00~", "x~y", "~id"]
+)
+def test_malformed_cursors_are_refused(raw: str) -> None:
+    with pytest.raises(InvalidInput):
+        parse_cursor(raw)
 
 
 def test_pages_and_sign_in_attempts_are_rate_limited_per_caller(tmp_path: Path) -> None:

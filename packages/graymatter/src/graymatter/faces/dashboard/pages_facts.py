@@ -84,21 +84,22 @@ Cursor = tuple[datetime, str]
 """Where a page starts: the ``(created_at, id)`` of the row before it."""
 
 
-def _cursor(ctx: Ctx) -> Cursor | None:
-    raw = ctx.query.get("before")
+def parse_cursor(raw: str | None) -> Cursor | None:
+    """A "Next page" cursor (``ISO-time~id``, at most 200 characters), or ``None`` for the first page."""
     if not raw:
         return None
     stamp, _, fact_id = raw.partition("~")
     try:
-        moment: datetime | None = datetime.fromisoformat(stamp)
+        moment: datetime | None = datetime.fromisoformat(stamp) if len(raw) <= 200 else None
     except ValueError:
         moment = None
-    if moment is None or moment.tzinfo is None or not fact_id or len(fact_id) > 64 or "~" in fact_id:
+    if moment is None or moment.utcoffset() is None or not fact_id or "~" in fact_id:
         raise InvalidInput("before must be a cursor from a 'Next page' link")
     return moment, fact_id
 
 
-def _encode(cursor: Cursor) -> str:
+def encode_cursor(cursor: Cursor) -> str:
+    """The ``before`` parameter that :func:`parse_cursor` reads back as ``cursor``."""
     return f"{cursor[0].isoformat()}~{cursor[1]}"
 
 
@@ -113,7 +114,7 @@ def facts_page(ctx: Ctx, f: dict[str, str]) -> FactsPage:
     return ctx.memory.facts_page(
         ctx.agent,
         PAGE_SIZE,
-        before=_cursor(ctx),
+        before=parse_cursor(ctx.query.get("before")),
         live=state,
         pinned=None if f["pinned"] == "any" else f["pinned"] == "yes",
         confidence=None if f["confidence"] == "any" else cast("Confidence", f["confidence"]),
@@ -148,7 +149,7 @@ def facts(ctx: Ctx) -> Page:
         parts.append(render("<p>$m</p>", m=empty))
     if page.before is not None:
         label = f"Look further back (the next {SCAN_CAP:,} facts)" if page.partial else "Next page"
-        nxt = url("facts", agent=ctx.agent, **f, before=_encode(page.before))
+        nxt = url("facts", agent=ctx.agent, **f, before=encode_cursor(page.before))
         parts.append(render('<p class="pager"><a rel="next" href="$h">$l</a></p>', h=nxt, l=label))
     if page.partial:
         parts.append(Markup(f"<p>A filtered page looks at {SCAN_CAP:,} facts at a time.</p>"))
