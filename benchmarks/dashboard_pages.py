@@ -2,6 +2,7 @@
 
 Server time is measured in process (the ASGI app of ``graymatter serve`` over httpx's ASGI transport, so no
 socket); first render is Chromium's first-contentful-paint against a real ``graymatter serve`` subprocess.
+The keyset page is also timed at the store on PostgreSQL (pgserver), against the read it replaced.
 Targets (issue 15): p50 server time <= 50 ms and first render <= 300 ms.
 """
 
@@ -13,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -235,6 +237,50 @@ def _announced(log: Path) -> str:
     raise RuntimeError("graymatter serve did not start")
 
 
+def _postgres_pages(n: int, repeats: int) -> dict[str, dict[str, float]]:
+    """``Store.facts_page`` on PostgreSQL (pgserver) at ``n`` facts: first page, deep pages, the old read."""
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from graymatter.ids import new_ulid
+    from graymatter.models import Fact
+    from graymatter.store.postgres import PostgresStore
+    from support.pgserver import start_cluster
+
+    store = PostgresStore(start_cluster(benchmark=True).create_database("dashpages"))
+    try:
+        t0 = datetime(2026, 1, 1, tzinfo=UTC)
+        for start in range(0, n, 5000):
+            moments = [t0 + timedelta(seconds=i) for i in range(start, min(start + 5000, n))]
+            store.add_facts([Fact(id=new_ulid(), agent_id="bench", text=f"fact {at}", created_at=at,
+                                  accessed_at=at) for at in moments])  # fmt: skip
+        store._read(lambda c: c.execute("ANALYZE gm_facts"))
+        deep = store.latest_facts("bench", n // 2)[-1]
+        cursor = (deep.created_at, deep.id)
+        calls: dict[str, Any] = {
+            "facts_page (first page)": lambda: store.facts_page("bench", before=None, limit=50),
+            f"facts_page ({n // 2:,} newer)": lambda: store.facts_page("bench", before=cursor, limit=50),
+            f"facts_page all ({n // 2:,} newer)": lambda: store.facts_page(
+                "bench", before=cursor, limit=50, live=None
+            ),
+            f"facts_page pinned (scans {SCAN_CAP:,})": lambda: store.facts_page(
+                "bench", before=None, limit=50, pinned=True, scan=SCAN_CAP
+            ),
+            f"latest_facts({n // 2 + 51:,}): the old read": lambda: store.latest_facts("bench", n // 2 + 51),
+        }
+        out = {}
+        for name, call in calls.items():
+            times = []
+            for _ in range(repeats if "old" not in name else max(3, repeats // 4)):
+                began = time.perf_counter()
+                call()
+                times.append(time.perf_counter() - began)
+            out[name] = latency_summary(times)
+        return out
+    finally:
+        store.close()
+
+
 def run(quick: bool) -> dict[str, Any]:
     """Build (or reuse) the store, then time the pages on the server and in the browser."""
     n = 10_000 if quick else 100_000
@@ -244,6 +290,7 @@ def run(quick: bool) -> dict[str, Any]:
     repeats = 5 if quick else 21
     server = asyncio.run(_server_times(path, repeats))
     paint = _first_paint(path, 3 if quick else 9)
+    postgres = _postgres_pages(n, repeats)
     rows = [
         [
             name,
@@ -257,11 +304,15 @@ def run(quick: bool) -> dict[str, Any]:
     table = print_table(title, ["Page", "p50", "p90", "p50 vs same-run REST"], rows)
     prow = [[name, f"{m['p50_ms']:.1f}", f"{m['p90_ms']:.1f}"] for name, m in paint.items()]
     ptable = print_table("First contentful paint in headless Chromium (ms)", ["Page", "p50", "p90"], prow)
+    pgrow = [[name, f"{m['p50_ms']:.1f}", f"{m['p90_ms']:.1f}"] for name, m in postgres.items()]
+    pgtitle = f"PostgreSQL Store.facts_page at {n:,} facts (ms, in process; load {os.getloadavg()[0]:.1f})"
+    pgtable = print_table(pgtitle, ["Call", "p50", "p90"], pgrow)
     return {
         "facts": n,
         "store_build_s": round(build_s, 1),
         "server": server,
         "first_paint": paint,
-        "tables": [table, ptable],
+        "postgres": postgres,
+        "tables": [table, ptable, pgtable],
         "loadavg": os.getloadavg(),
     }
