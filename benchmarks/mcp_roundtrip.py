@@ -47,7 +47,9 @@ def _build_store(n_facts: int) -> Path:
 
 
 class StdioServer:
-    """A graymatter MCP stdio server subprocess with a line reader thread."""
+    """A graymatter MCP stdio server subprocess; answers are read by a reader thread (``threaded``, with
+    timeouts, for start-up runs) or, for round trips, directly in the calling thread: the thread hand-off
+    would be a cost of this client, not of MCP."""
 
     def __init__(
         self,
@@ -56,6 +58,7 @@ class StdioServer:
         command: list[str] | None = None,
         warm: bool = False,
         env: dict[str, str] | None = None,
+        threaded: bool = True,
     ) -> None:
         argv = command or [
             sys.executable,
@@ -82,7 +85,9 @@ class StdioServer:
             bufsize=READ_CHUNK,
         )
         self.lines: queue.Queue[bytes] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self.threaded = threaded
+        if threaded:
+            threading.Thread(target=self._read, daemon=True).start()
         self.next_id = 0
 
     def _read(self) -> None:
@@ -102,9 +107,18 @@ class StdioServer:
         self.process.stdin.flush()
         return self.next_id
 
+    def _next_line(self) -> bytes:
+        if self.threaded:
+            return self.lines.get(timeout=120)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("the MCP server closed its stdout")
+        return line
+
     def answer(self, request_id: int) -> dict[str, Any]:
         while True:
-            message = json.loads(self.lines.get(timeout=120))
+            message = json.loads(self._next_line())
             if message.get("id") == request_id:
                 return message
 
@@ -195,7 +209,7 @@ def _search_round_trips(store: Path, queries: list[str]) -> tuple[list[float], l
     """Interleaved (engine, MCP) memory_search timings per query, after a warm-up of ten."""
     from graymatter.engine.memory import Memory
 
-    server = StdioServer(store)
+    server = StdioServer(store, threaded=False)
     engine: list[float] = []
     over_mcp: list[float] = []
     hits = 0
@@ -233,7 +247,7 @@ def _checkpoint_round_trips(repeats: int, shape: str) -> dict[str, list[float]]:
         store = Path(tmp) / "store"
         with Memory(store) as memory:
             memory.checkpoint_save(AGENT, state)
-        server = StdioServer(store)
+        server = StdioServer(store, threaded=False)
         try:
             server.handshake_and_list()
             with Memory(store) as memory:

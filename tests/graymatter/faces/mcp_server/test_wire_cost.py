@@ -4,6 +4,7 @@
   the SDK's per-version validation and dump, exactly what the SDK makes of the model, for any JSON state
   and every protocol version the SDK speaks; failures are left to the SDK.
   (A large state over a real ``mcp serve`` subprocess: ``test_stdio_e2e.py``.)
+* Answer lines written from the event loop keep the SDK's stdout claim: stray fd-1 output goes to stderr.
 * ``tune_collector`` freezes what lives after start-up and raises the collection thresholds.
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import gc
 import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -73,3 +76,28 @@ def test_tune_collector_freezes_start_up_objects_and_raises_thresholds() -> None
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
+
+
+CLAIM_SCRIPT = """
+import os, anyio
+from graymatter.faces.mcp_server.stdio import _claim_stdout
+stdout, release = _claim_stdout()
+os.write(1, b"stray\\n")  # what a handler or a child would write to fd 1 while serving
+async def main():
+    await stdout.write('{"jsonrpc":"2.0","id":1,"result":{}}\\n')
+    await stdout.flush()
+anyio.run(main)
+stdout.close()
+release()
+os.write(1, b"after\\n")
+"""
+
+
+def test_inline_stdout_keeps_the_sdk_claim_stray_output_goes_to_stderr() -> None:
+    from support.processes import server_env
+
+    done = subprocess.run(
+        [sys.executable, "-c", CLAIM_SCRIPT], capture_output=True, env=server_env(), timeout=60, check=True
+    )
+    assert done.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\nafter\n'
+    assert done.stderr == b"stray\n"

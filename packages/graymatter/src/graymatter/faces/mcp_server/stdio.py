@@ -3,15 +3,18 @@
 The SDK's stdio transport hands a line it cannot parse to the server loop as an exception, which drops it:
 the client then waits for its timeout. Here such a line is answered at once with ``-32700 Parse error``
 (not JSON) or ``-32600 Invalid Request`` (JSON, but no JSON-RPC message), ``id`` null as JSON-RPC 2.0
-says when the id cannot be read. Everything else is the SDK's own transport and loop. Logging goes to
-stderr, one line per event (the SDK's default is a multi-line rich console).
+says when the id cannot be read. Everything else is the SDK's own transport and loop, except that answer
+lines are written from the event loop instead of a worker thread (:class:`InlineStdout`). The collector
+is tuned for serving (:func:`tune_collector`). Logging goes to stderr, one line per event (the SDK's
+default is a multi-line rich console).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -55,27 +58,75 @@ def rejection(exc: Exception) -> JSONRPCError:
     return JSONRPCError(jsonrpc="2.0", id=None, error=error)
 
 
+class InlineStdout:
+    """The SDK transport's stdout, written from the event loop itself.
+
+    The SDK's default hands every answer line to a worker thread twice (``write``, then ``flush``): two
+    thread wake-ups per answer, about 0.3 ms of a 5 ms ``memory_search`` round trip on a busy machine. The
+    line is written and flushed here at once instead; a client that stops reading its stdout blocks the
+    server either way (the transport's write stream holds no buffer).
+    """
+
+    def __init__(self, buffer: BinaryIO) -> None:
+        from mcp.server.stdio import _UnownedTextWrapper
+
+        self._text = _UnownedTextWrapper(buffer, encoding="utf-8")
+
+    async def write(self, data: str) -> None:
+        """Write ``data`` (one JSON line) to the buffer."""
+        self._text.write(data)
+
+    async def flush(self) -> None:
+        """Push the buffered line into the pipe."""
+        self._text.flush()
+
+    def close(self) -> None:
+        """Detach from the buffer, which is not ours to close."""
+        self._text.close()
+
+
+def _claim_stdout() -> tuple[InlineStdout, Callable[[], None] | None]:
+    """Stdout claimed as the SDK claims it (fd 1 points at stderr while serving, the wire is a private
+    duplicate, restored by the returned release), wrapped in :class:`InlineStdout`."""
+    from mcp.server import stdio as sdk_stdio
+
+    buffer, release = sdk_stdio._claim_fd(1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion)
+    return InlineStdout(buffer), release
+
+
 async def _serve(server: MCPServer) -> None:
-    import anyio
     from mcp.server.stdio import stdio_server
-    from mcp.shared.message import SessionMessage
 
     lowlevel: Any = server._lowlevel_server  # the SDK keeps the loop's server private
-    async with stdio_server() as (read_stream, write_stream):
-        relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    stdout, release = _claim_stdout()
+    try:
+        wire: Any = stdout  # duck-typed: the transport only awaits write() and flush()
+        async with stdio_server(stdout=wire) as (read_stream, write_stream):
+            await _serve_streams(lowlevel, read_stream, write_stream)
+    finally:
+        stdout.close()
+        if release is not None:
+            release()
 
-        async def relay() -> None:
-            async with relay_send:
-                async for item in read_stream:
-                    if isinstance(item, Exception):
-                        await write_stream.send(SessionMessage(message=rejection(item)))
-                    else:
-                        await relay_send.send(item)
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(relay)
-            await lowlevel.run(relay_receive, write_stream, lowlevel.create_initialization_options())
-            group.cancel_scope.cancel()
+async def _serve_streams(lowlevel: Any, read_stream: Any, write_stream: Any) -> None:
+    import anyio
+    from mcp.shared.message import SessionMessage
+
+    relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+    async def relay() -> None:
+        async with relay_send:
+            async for item in read_stream:
+                if isinstance(item, Exception):
+                    await write_stream.send(SessionMessage(message=rejection(item)))
+                else:
+                    await relay_send.send(item)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(relay)
+        await lowlevel.run(relay_receive, write_stream, lowlevel.create_initialization_options())
+        group.cancel_scope.cancel()
 
 
 def run_stdio(server: MCPServer) -> None:
