@@ -9,14 +9,15 @@ from typing import Any
 
 from graymatter.errors import CliUsageError
 from graymatter.faces.cli.exit_codes import EXIT_OK
-from graymatter.faces.cli.options import open_memory, resolve_data_dir
+from graymatter.faces.cli.options import open_memory, require_known_agent, resolve_data_dir
 from graymatter.faces.cli.render import dump, emit_json, report, say, stats_line
 
 EXPORT_NAMES = {"markdown": "graymatter.md", "json": "graymatter.json", "obsidian": "obsidian"}
 
 
 def cmd_consolidate(args: argparse.Namespace) -> int:
-    with open_memory(args) as memory:
+    with open_memory(args, existing=True) as memory:
+        require_known_agent(memory, args.agent)
         result = memory.consolidate(args.agent)
     line = f'Consolidated "{result.agent_id}": {result.decayed} decayed, {len(result.pruned)} pruned'
     if result.summary_fact_id:
@@ -28,7 +29,9 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with open_memory(args) as memory:
+    with open_memory(args, existing=True) as memory:
+        if args.agent:
+            require_known_agent(memory, args.agent)
         agents = [args.agent] if args.agent else memory.agents()
         stats = [memory.stats(a) for a in agents]
         embedding = memory.embedding_model or "keyword-only"
@@ -36,15 +39,16 @@ def cmd_stats(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"store": location, "embedding": embedding, "agents": dump(stats)})
         return EXIT_OK
-    sys.stdout.write(f"store: {location}\nembedding: {embedding}\n")
+    if not args.quiet:
+        sys.stdout.write(f"store: {location}\nembedding: {embedding}\n")
     if not stats:
-        sys.stdout.write("no agents yet\n")
+        say(args, "no agents yet")
     sys.stdout.write("".join(stats_line(s) for s in stats))
     return EXIT_OK
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
-    with open_memory(args) as memory:
+    with open_memory(args, existing=True) as memory:
         agents = memory.agents()
     if args.json:
         emit_json(agents)
@@ -56,7 +60,9 @@ def cmd_agents(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from graymatter.engine.export import render_json, render_markdown, write_export
 
-    with open_memory(args) as memory:
+    with open_memory(args, existing=True) as memory:
+        if args.agent:
+            require_known_agent(memory, args.agent)
         bundle = memory.export(args.agent)
         base = memory.data_dir or Path(resolve_data_dir(args))
     if args.out == "-":

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from graymatter.bounded import read_source
 from graymatter.faces.cli.exit_codes import EXIT_OK
-from graymatter.faces.cli.options import open_memory
+from graymatter.faces.cli.options import open_memory, require_known_agent
 from graymatter.faces.cli.render import checkpoint_table, dump, emit_json, say
 
 if TYPE_CHECKING:
@@ -29,13 +29,16 @@ def read_json_arg(value: str | None, what: str, limit: int) -> Any:
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     action = {"save": _save, "list": _list}.get(args.checkpoint_command, _resume)
-    if args.checkpoint_command == "save":  # bounded, before the store opens: a refusal creates nothing
+    reads = args.checkpoint_command != "save"
+    if not reads:  # bounded, before the store opens: a refusal creates nothing
         from graymatter.config import MemoryConfig
 
         limit = MemoryConfig.from_env().max_checkpoint_bytes
         args.state = read_json_arg(args.state, "state", limit)
         args.metadata = read_json_arg(args.metadata, "metadata", limit)
-    with open_memory(args) as memory:
+    with open_memory(args, existing=reads) as memory:
+        if args.checkpoint_command == "list":  # resume keeps its own "no checkpoint" answer (exit 3)
+            require_known_agent(memory, args.agent)
         action(args, memory)
     return EXIT_OK
 

@@ -274,6 +274,16 @@ def _default_token(args: argparse.Namespace) -> str | None:
     return None
 
 
+def _banner(args: argparse.Namespace, url: str, workers: int) -> None:
+    """The start-up line on stderr: text, or one JSON object with ``--json`` (like the log lines after it)."""
+    if getattr(args, "json", False):
+        banner = {"event": "listening", "url": url, "mcp": f"{url}/mcp", "workers": workers}
+        print(json.dumps(banner), file=sys.stderr)
+        return
+    suffix = f" ({workers} workers)" if workers > 1 else ""
+    print(f"graymatter serving REST + MCP on {url}{suffix}", file=sys.stderr)
+
+
 def run_serve(args: argparse.Namespace) -> int:
     """Entry point of ``graymatter serve``."""
     from graymatter.faces.cli.options import resolve_store_location
@@ -313,10 +323,7 @@ def run_serve(args: argparse.Namespace) -> int:
         "log_config": None,
     }
     if args.workers > 1:
-        print(
-            f"graymatter serving REST + MCP on http://{shown_host(host)}:{port} ({args.workers} workers)",
-            file=sys.stderr,
-        )
+        _banner(args, f"http://{shown_host(host)}:{port}", args.workers)
         run_workers(settings, args.workers, **common)
         return 0
     sock = bind_socket(host, port, args.http)
@@ -326,7 +333,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except BaseException:
         sock.close()
         raise
-    print(f"graymatter serving REST + MCP on http://{shown_host(host)}:{bound}", file=sys.stderr)
+    _banner(args, f"http://{shown_host(host)}:{bound}", 1)
     sys.stderr.flush()
     run_server(app, sock, settings, **common)
     return 0
