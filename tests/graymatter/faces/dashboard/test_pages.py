@@ -14,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from graymatter.config import MemoryConfig
-from graymatter.engine.access import TokenService
+from graymatter.engine.access import Principal, TokenService, bind_principal
 from graymatter.engine.memory import Memory
-from graymatter.errors import InvalidInput
+from graymatter.engine.scoped import ScopedMemory
+from graymatter.errors import AccessDenied, InvalidInput
 from graymatter.faces.dashboard.pages_facts import PAGE_SIZE, SCAN_CAP, encode_cursor, parse_cursor
 from graymatter.faces.http.app import ServiceConfig, build_app
 
@@ -140,6 +141,26 @@ def test_a_token_scoped_to_one_agent_pages_only_that_agent(tmp_path: Path) -> No
 
 
 OFFSETS = st.integers(-23 * 60 - 59, 23 * 60 + 59).map(lambda m: timezone(timedelta(minutes=m)))
+
+
+def test_scoped_memory_checks_read_scope_before_paging(tmp_path: Path) -> None:
+    memory = Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None)
+    try:
+        memory.remember("mine", "a fact of mine")
+        memory.remember("theirs", "a fact of theirs")
+        scoped = ScopedMemory(memory)
+        reader = Principal(token_id="t1", agents=frozenset({"mine"}), access="read")
+        with bind_principal(reader):
+            page = scoped.facts_page("mine", 10, live=None, pinned=False)
+            with pytest.raises(AccessDenied):
+                scoped.facts_page("theirs", 10)
+        with pytest.raises(InvalidInput, match=r"^limit must be 1\.\.1000 and scan at least 1$"):
+            memory.facts_page("mine", 0)
+    finally:
+        memory.close()
+    assert [f.text for f in page.facts] == ["a fact of mine"] and page.before is None and not page.partial
+
+
 MOMENTS = st.datetimes(timezones=OFFSETS | st.just(UTC))
 """Fixed offsets (a zone's fold or gap would name another instant; facts' times are UTC anyway)."""
 IDS = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="~"), min_size=1, max_size=40)
