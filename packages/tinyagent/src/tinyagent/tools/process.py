@@ -4,6 +4,8 @@ Every command's environment carries ``TINYAGENT_COMMAND=<toolbox mark>:<n>``. Ki
 ends what stays in the group; :func:`sweep` then ends every process that still carries the mark, which
 reaches what left the group and the session (``setsid cmd &``, daemons). A per-toolbox watchdog process
 (:func:`start_watchdog`) sweeps the whole toolbox's mark when tinyagent itself dies, even by SIGKILL.
+On Linux the toolbox makes tinyagent a child subreaper, so orphans stay in its tree and the per-command
+sweep walks only that tree (``sweeper.sweep_tree``: microseconds, not a scan of every process).
 Limit: a process that both leaves the session and drops the variable from its environment (``env -i``)
 is not found; on Linux the sweep reads ``/proc/<pid>/environ``, elsewhere only the group is killed.
 """

@@ -29,6 +29,7 @@ from tinyagent.errors import TinyAgentError
 from tinyagent.tools.capping import CappedOutput, cap_output
 from tinyagent.tools.process import collect, kill_group, marked_environment, start_watchdog, sweep
 from tinyagent.tools.specs import TOOL_SPECS
+from tinyagent.tools.sweeper import become_subreaper, sweep_tree
 from tinyagent.tools.text import clean_json_value, clean_text
 from tinyagent.types import ToolCall, ToolSpec
 
@@ -84,6 +85,7 @@ class Toolbox:
         self._mark = f"{os.getpid()}-{secrets.token_hex(6)}"  # TINYAGENT_COMMAND=<mark>:<n> per command
         self._commands = 0
         self._watchdog: subprocess.Popen[bytes] | None = None
+        self._subreaper = False
 
     # -- public -------------------------------------------------------------------------------
     def run(self, call: ToolCall) -> ToolResult:
@@ -191,6 +193,7 @@ class Toolbox:
         env = marked_environment(mark)
         if self._watchdog is None:  # sweeps every command's processes if tinyagent is killed
             self._watchdog = start_watchdog(self._mark)
+            self._subreaper = become_subreaper()  # escaped processes stay in our tree: cheap sweeps
         if self._interrupted:
             return ToolResult("error: not executed: the run was interrupted", True)
         try:
@@ -213,7 +216,8 @@ class Toolbox:
             timed_out, lingering = collect(proc, output_buffer, self.timeout)
         finally:
             self._proc = None
-            sweep(mark)  # at every ending: what left the process group (setsid, daemons) ends too
+            # at every ending: what left the process group (setsid, daemons) ends too
+            sweep_tree(mark) if self._subreaper else sweep(mark)
             if proc.stdout is not None:
                 proc.stdout.close()
         output = output_buffer.text()
