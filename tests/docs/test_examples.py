@@ -132,3 +132,9 @@ def test_examples_run(document: Path, tmp_path: Path) -> None:
             pass
         proc.wait()
     assert proc.returncode == 0, f"an example in {document.relative_to(ROOT)} failed:\n{output[-4000:]}"
+
+
+def test_readme_speaks_to_users_not_to_the_tracker() -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    internal = re.findall(r"\bissue \d+|\bas fast as Go\b|\bH\d\b|\bhelper\b", readme, flags=re.I)
+    assert not internal, f"internal wording in README.md: {internal}"

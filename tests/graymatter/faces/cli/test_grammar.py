@@ -150,3 +150,10 @@ def test_working_directory_is_untouched_by_a_read(cli: Cli, tmp_path: Path) -> N
     work.mkdir()
     result = cli("recall", "a", "q", use_dir=False, cwd=work)
     assert result.code == 3 and not any(work.iterdir())
+
+
+def test_serve_usage_errors_exit_2_like_every_command(cli: Cli) -> None:
+    for argv in (["serve", "--workers", "0"], ["serve", "--http", "nonsense"], ["serve", "--bogus"]):
+        result = cli(*argv)
+        assert result.code == 2, (argv, result.stderr)
+        assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("graymatter: error: ")
