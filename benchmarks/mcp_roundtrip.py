@@ -277,7 +277,7 @@ def run(quick: bool) -> dict[str, Any]:
     """Run the MCP stdio round-trip benchmarks and print their table."""
     n_facts = 2_000 if quick else 10_000
     n_queries = 40 if quick else 300
-    repeats = 5 if quick else 15
+    repeats = 5 if quick else 30
     store = _build_store(n_facts)
     engine, over_mcp, hits = _search_round_trips(store, generate_queries(n_queries, seed=7))
     rows = _ratio_rows(f"memory_search, {n_facts:,} facts", engine, over_mcp)
