@@ -34,6 +34,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
     try:
+        if argv == ["--version"]:  # no parser to build for the commonest probe of an installation
+            from graymatter import __version__
+
+            sys.stdout.write(f"graymatter {__version__}\n")
+            return 0
         hooked = run_hook_fast(argv)
         if hooked is not None:
             return hooked
