@@ -55,7 +55,11 @@ print(json.dumps({"count": count, "nonempty": nonempty, "bad": bad[:5]}))
 
 def test_eight_writers_and_concurrent_readers_lose_nothing(tmp_path: Path) -> None:
     store = tmp_path / "store"
-    Memory(store, config=MemoryConfig(), embedder=None).close()  # create the schema once
+    # Create the schema once and make the three agents known without adding a fact: the CLI recalls below
+    # may run before any writer stored one, and a CLI read of an unknown agent is an error (exit 3).
+    with Memory(store, config=MemoryConfig(), embedder=None) as memory:
+        for agent in ("agent-0", "agent-1", "agent-2"):
+            memory.checkpoint_save(agent, {"seeded": True})
     stop = tmp_path / "stop"
     env = hermetic_env()
     readers = [
