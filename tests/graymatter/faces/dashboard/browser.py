@@ -82,3 +82,15 @@ def click_and_wait(element: Any, *, confirm: bool = False) -> None:
         WebDriverWait(driver, 20).until(expected_conditions.alert_is_present()).accept()
     WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
     WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def back_and_wait(driver: Any) -> None:
+    """Go back one page and wait until the previous document has replaced the current one."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    driver.back()
+    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")

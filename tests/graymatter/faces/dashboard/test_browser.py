@@ -8,7 +8,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
-from tests.graymatter.faces.dashboard.browser import click_and_wait, hook_state, shoot
+from tests.graymatter.faces.dashboard.browser import back_and_wait, click_and_wait, hook_state, shoot
 from tests.graymatter.faces.dashboard.conftest import HOSTILE, HOSTILE_AGENT, Seeded, login
 
 from support.processes import ServerProcess
@@ -185,7 +185,7 @@ def test_checkpoint_tree_and_diff(browser: Any, server: ServerProcess) -> None:
         ["~ changed", "step", "1", "2"],
     ]
     shoot(browser, "diff")
-    browser.back()
+    back_and_wait(browser)
     click_and_wait(browser.find_element(By.CSS_SELECTOR, "main tbody tr a"))
     summary = browser.find_element(By.XPATH, "//summary[span[text()='plan']]")
     leaf = browser.find_element(By.XPATH, "//li[span[text()='next']]")
