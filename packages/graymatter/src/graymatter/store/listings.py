@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from graymatter.models import Fact
-from graymatter.store.base import Kinds
+from graymatter.store.base import FactsPage, Kinds
+from graymatter.store.paging import PageFilters, PageSpelling, read_page
 from graymatter.store.rows import FACT_COLUMNS, Dialect
 
 T = TypeVar("T")
@@ -17,6 +18,7 @@ class SharedListings:
     """Listing methods of the ``Store`` protocol, spelled by the backend's ``Dialect`` (a mixin)."""
 
     _dialect: Dialect
+    _page_spelling: PageSpelling
 
     if TYPE_CHECKING:
 
@@ -93,6 +95,22 @@ class SharedListings:
         return self._listing(
             f"WHERE {clause} AND kind = 'alias' AND superseded_by IS NULL ORDER BY created_at, id", params
         )
+
+    def facts_page(
+        self,
+        agent_id: str,
+        *,
+        before: tuple[datetime, str] | None,
+        limit: int,
+        live: bool | None = True,
+        pinned: bool | None = None,
+        confidence: str | None = None,
+        interface: str | None = None,
+        scan: int | None = None,
+    ) -> FactsPage:
+        """A keyset page, newest first: one index walk from the cursor (``store/paging.py``)."""
+        filters = PageFilters(live, pinned, confidence, interface)
+        return read_page(self._page_spelling, self._read, agent_id, before, limit, filters, scan)
 
     def pending_embeddings(self, limit: int) -> list[Fact]:
         """Live facts marked pending, in insertion order."""

@@ -9,9 +9,9 @@ from typing import Any
 import psycopg
 
 from graymatter.models import Fact, MemoryStats
-from graymatter.store.base import Confidences, FactsPage
+from graymatter.store.base import Confidences
 from graymatter.store.listings import SharedListings
-from graymatter.store.paging import PageFilters, PageSpelling, read_page
+from graymatter.store.paging import PageSpelling
 from graymatter.store.postgres.connection import PostgresConnections
 from graymatter.store.postgres.rows import DIALECT, one, utc
 from graymatter.store.postgres.schema import SESSION_SQL
@@ -74,6 +74,8 @@ def _neighbours(c: psycopg.Connection[Any], ids: list[str], window: int) -> dict
 class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
     """The fact-reading half of the PostgreSQL store (mixed into :class:`PostgresStore`)."""
 
+    _page_spelling = _PAGES
+
     def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
         """Rows of ``select`` (``{ids}`` = a condition "is one of ids") over ``ids``, in one query."""
         query = select.format(ids="= ANY(%s)")
@@ -131,22 +133,6 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
         params.append(limit)
         rows = self._read(lambda c: c.execute(query, params).fetchall())
         return [r[0] for r in rows]
-
-    def facts_page(
-        self,
-        agent_id: str,
-        *,
-        before: tuple[datetime, str] | None,
-        limit: int,
-        live: bool | None = True,
-        pinned: bool | None = None,
-        confidence: str | None = None,
-        interface: str | None = None,
-        scan: int | None = None,
-    ) -> FactsPage:
-        """A keyset page, newest first: one index walk from the cursor (``store/paging.py``)."""
-        filters = PageFilters(live, pinned, confidence, interface)
-        return read_page(_PAGES, self._read, agent_id, before, limit, filters, scan)
 
     def _stats_row(self, c: psycopg.Connection[Any], agent_id: str) -> MemoryStats:
         row = one(c.execute(_STATS_SQL, (agent_id,)).fetchone())

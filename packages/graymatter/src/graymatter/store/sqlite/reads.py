@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from graymatter.models import Fact, MemoryStats
-from graymatter.store.base import Confidences, FactsPage
+from graymatter.store.base import Confidences
 from graymatter.store.listings import SharedListings
-from graymatter.store.paging import PageFilters, PageSpelling, read_page
+from graymatter.store.paging import PageSpelling
 from graymatter.store.records import SharedRecords
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import (
@@ -69,6 +68,8 @@ def _neighbour_rows(
 
 class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
     """The fact-reading half of the SQLite store (mixed into :class:`SQLiteStore`)."""
+
+    _page_spelling = _PAGES
 
     def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
         """Rows of ``select`` (``{ids}`` = a condition "is one of ids") over ``ids``, chunked, in one read."""
@@ -134,22 +135,6 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
         params.append(limit)
         rows = self._read(lambda c: c.execute(sql, params).fetchall())
         return [r[0] for r in rows]
-
-    def facts_page(
-        self,
-        agent_id: str,
-        *,
-        before: tuple[datetime, str] | None,
-        limit: int,
-        live: bool | None = True,
-        pinned: bool | None = None,
-        confidence: str | None = None,
-        interface: str | None = None,
-        scan: int | None = None,
-    ) -> FactsPage:
-        """A keyset page, newest first: one index walk from the cursor (``store/paging.py``)."""
-        filters = PageFilters(live, pinned, confidence, interface)
-        return read_page(_PAGES, self._read, agent_id, before, limit, filters, scan)
 
     def _stats_row(self, c: sqlite3.Connection, agent_id: str) -> MemoryStats:
         row = c.execute(_STATS_SQL, (agent_id,)).fetchone()
