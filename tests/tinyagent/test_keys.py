@@ -14,6 +14,7 @@ import pytest
 
 from support.env import hermetic_env
 from support.provider_stubs import ProviderStub
+from support.request_bodies import tool_results
 from support.tinyagent_cli import load_json, run_cli
 
 KEY = "sk-test-0123456789abcdef"
@@ -27,18 +28,6 @@ def _probe(variable: str) -> str:
         "env | grep -c sk-; "
         "cat secrets.env"
     )
-
-
-def _tool_texts(provider: str, body: dict) -> list[str]:
-    if provider == "anthropic":
-        return [
-            block["content"] if isinstance(block["content"], str) else block["content"][0]["text"]
-            for message in body["messages"]
-            if isinstance(message["content"], list)
-            for block in message["content"]
-            if block.get("type") == "tool_result"
-        ]
-    return [message["content"] for message in body["messages"] if message["role"] == "tool"]
 
 
 @pytest.mark.parametrize(
@@ -66,7 +55,7 @@ def test_a_command_cannot_read_the_provider_key(tmp_path: Path, provider: str, v
     assert auth.endswith(KEY)
     # The command's view: no key variable in the agent's /proc environ, none in its own environment,
     # and the key in the workspace file is redacted before it is recorded or sent.
-    [seen] = _tool_texts(provider, requests[1].body)
+    [seen] = tool_results(provider, requests[1].body)
     assert seen == "exit code: 0\n0\n0\n0\nTOKEN=[redacted]\n"
     for request in requests:
         assert KEY not in json.dumps(request.body)

@@ -13,6 +13,7 @@ import pytest
 
 from support.env import hermetic_env
 from support.provider_stubs import ProviderStub
+from support.request_bodies import tool_results
 from support.tinyagent_cli import load_json, run_cli, start_cli
 
 PROVIDERS = ["openai", "openrouter", "ollama", "anthropic", "codex"]
@@ -31,21 +32,6 @@ MODELS = {
     "codex": "gpt-5-codex",
 }
 TASK = "create hello.txt containing hi"
-
-
-def _tool_results(provider: str, body: dict) -> list[str]:
-    """The tool-result texts the model received in one request body, per wire format."""
-    if provider == "anthropic":
-        return [
-            block["content"] if isinstance(block["content"], str) else block["content"][0]["text"]
-            for message in body["messages"]
-            if isinstance(message["content"], list)
-            for block in message["content"]
-            if block.get("type") == "tool_result"
-        ]
-    if provider == "codex":
-        return [item["output"] for item in body["input"] if item.get("type") == "function_call_output"]
-    return [message["content"] for message in body["messages"] if message["role"] == "tool"]
 
 
 def _argv(provider: str, base_url: str, work: Path, out: Path, *extra: str) -> list[str]:
@@ -89,8 +75,8 @@ def test_create_hello_txt_end_to_end(tmp_path: Path, provider: str, stream: bool
     for request in requests:
         assert request.body.get("stream", False) is stream
         assert request.body["model"] == MODELS[provider]
-    assert _tool_results(provider, requests[0].body) == []
-    assert _tool_results(provider, requests[1].body) == ["wrote 3 bytes to hello.txt"]
+    assert tool_results(provider, requests[0].body) == []
+    assert tool_results(provider, requests[1].body) == ["wrote 3 bytes to hello.txt"]
     if KEYS[provider]:
         auth = requests[0].headers.get("x-api-key") or requests[0].headers.get("authorization", "")
         assert auth.endswith("test-key")

@@ -12,6 +12,7 @@ import pytest
 
 from support.env import hermetic_env
 from support.provider_stubs import ProviderStub
+from support.request_bodies import tool_results
 from support.tinyagent_cli import load_json, run_cli
 
 SERVER = Path(__file__).with_name("stdio_server.py")
@@ -25,20 +26,6 @@ def offered_tools(wire_provider: str, body: dict[str, Any]) -> dict[str, dict[st
     if wire_provider == "anthropic":
         return {t["name"]: t["input_schema"] for t in body["tools"]}
     return {t["name"]: t["parameters"] for t in body["tools"]}
-
-
-def tool_results(provider: str, body: dict[str, Any]) -> list[str]:
-    if provider == "anthropic":
-        return [
-            block["content"] if isinstance(block["content"], str) else block["content"][0]["text"]
-            for message in body["messages"]
-            if isinstance(message["content"], list)
-            for block in message["content"]
-            if block.get("type") == "tool_result"
-        ]
-    if provider == "codex":
-        return [item["output"] for item in body["input"] if item.get("type") == "function_call_output"]
-    return [message["content"] for message in body["messages"] if message["role"] == "tool"]
 
 
 def mcp_flag(tmp_path: Path, *extra: str) -> str:
