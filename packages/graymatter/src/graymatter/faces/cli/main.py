@@ -67,6 +67,8 @@ def run_hook_fast(argv: list[str]) -> int | None:
     """Run ``hook CLIENT EVENT [--no-create]`` without building the whole parser (hooks run on every
     prompt, so the 30 ms the parser and its command modules cost matter); None for any other command line,
     which then goes through the parser (and its error messages) as usual."""
+    if "hook" not in argv:  # the common case pays nothing for the check
+        return None
     import argparse
 
     from graymatter.faces.cli.grammar import lift_global_flags
