@@ -37,7 +37,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def _hook_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = hermetic_env(tmp_path / "state")
+    """In-process hooks unless ``extra`` says otherwise: the warm path has its own tests (test_warm_hooks),
+    with a private socket directory each, so no test reaches or launches the user's warm server."""
+    env = hermetic_env(tmp_path / "state", GRAYMATTER_MCP_WARM="0")
     for name in PROJECT_DIR_ENVS:
         env.pop(name, None)
     env.update(extra)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from graymatter.faces.cli.exit_codes import EXIT_FAILURE, EXIT_OK
 
@@ -18,12 +18,25 @@ HOOK_EVENTS = ("session-start", "user-prompt", "pre-compact", "session-end")
 CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 
 
-def cmd_hook(args: argparse.Namespace) -> int:
-    """Run one hook: payload on stdin, context JSON (or nothing) on stdout, exit 0 whatever happens."""
+def cmd_hook(args: argparse.Namespace, payload: bytes | None = None) -> int:
+    """Run one hook: payload on stdin (or ``payload``, already read from it), context JSON (or nothing) on
+    stdout, exit 0 whatever happens."""
+    import io
+
     from graymatter.faces.hooks.runtime import HookInvocation, run_hook
 
-    invocation = HookInvocation(args.client, args.event, no_create=args.no_create, dir_override=args.dir)
-    output = run_hook(invocation, sys.stdin.buffer if sys.stdin is not None else None)
+    invocation = HookInvocation(
+        args.client,
+        args.event,
+        no_create=args.no_create,
+        dir_override=args.dir,
+        warm=bool(getattr(args, "warm", False)),
+    )
+    if payload is not None:
+        stdin: BinaryIO | None = io.BytesIO(payload)
+    else:
+        stdin = sys.stdin.buffer if sys.stdin is not None else None
+    output = run_hook(invocation, stdin)
     if output:
         sys.stdout.write(output + "\n")
     return EXIT_OK

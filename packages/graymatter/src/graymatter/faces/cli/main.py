@@ -29,8 +29,9 @@ def report_error(exc: BaseException, json_mode: bool) -> int:
     return exit_code(exc)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code."""
+def main(argv: Sequence[str] | None = None, *, in_warm_child: bool = False) -> int:
+    """Run the CLI; returns the process exit code. ``in_warm_child``: this is a child of the warm server
+    running a relayed command line (a hook then runs here, never relays again)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
     try:
@@ -39,9 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             sys.stdout.write(f"graymatter {__version__}\n")
             return 0
-        hooked = run_hook_fast(argv)
-        if hooked is not None:
-            return hooked
+        if "hook" in argv:  # the common case pays nothing for the check
+            from graymatter.faces.cli.hook_fast import run_hook_fast
+
+            hooked = run_hook_fast(argv, in_warm_child=in_warm_child)
+            if hooked is not None:
+                return hooked
         from graymatter.faces.cli.parser import parse_arguments
 
         args = parse_arguments(argv)
@@ -61,32 +65,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("GRAYMATTER_DEBUG"):
             raise
         return report_error(RuntimeError(f"internal error ({type(exc).__name__}): {exc}"), json_mode)
-
-
-def run_hook_fast(argv: list[str]) -> int | None:
-    """Run ``hook CLIENT EVENT [--no-create]`` without building the whole parser (hooks run on every
-    prompt, so the 30 ms the parser and its command modules cost matter); None for any other command line,
-    which then goes through the parser (and its error messages) as usual."""
-    if "hook" not in argv:  # the common case pays nothing for the check
-        return None
-    import argparse
-
-    from graymatter.faces.cli.grammar import lift_global_flags
-    from graymatter.faces.cli.hooks_cmds import HOOK_CLIENTS, HOOK_EVENTS, cmd_hook
-
-    flags, rest = lift_global_flags(argv)
-    no_create = "--no-create" in rest
-    words = [word for word in rest if word != "--no-create"]
-    if len(words) != 3 or words[0] != "hook" or words[1] not in HOOK_CLIENTS or words[2] not in HOOK_EVENTS:
-        return None
-    args = argparse.Namespace(client=words[1], event=words[2], no_create=no_create)
-    flags.apply(args)
-    # A hook is a short-lived process with a bounded payload and bounded work (the client kills it at
-    # its timeout): the cyclic collector only costs it time (about 10 ms of the imports), never memory.
-    import gc
-
-    gc.disable()
-    return cmd_hook(args)
 
 
 if __name__ == "__main__":

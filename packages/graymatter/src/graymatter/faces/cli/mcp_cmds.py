@@ -105,12 +105,13 @@ def _invoked_from_command_line() -> bool:
 
 
 def _serve_in_child(argv: list[str]) -> int:
-    """How a child of the warm server runs: the ordinary command line, in-process."""
+    """How a child of the warm server runs: the ordinary command line (``mcp serve`` or a relayed
+    ``hook``), in-process."""
     global _IN_WARM_CHILD
     _IN_WARM_CHILD = True
     from graymatter.faces.cli.main import main
 
-    return main(argv)
+    return main(argv, in_warm_child=True)
 
 
 def _preload() -> None:
@@ -139,6 +140,33 @@ def _preload() -> None:
             anyio.run(handshake, build_server(memory))
         finally:
             memory.close()
+    _preload_hooks()
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what the children inherit is never scanned by their collector (nor copied on write by it)
+
+
+def _preload_hooks() -> None:
+    """Run each hook event once on a throwaway store, so relayed hooks (a child per prompt) find the
+    engine, the store and the hook modules imported and their first-use work done."""
+    import io
+    import json
+    import tempfile
+
+    from graymatter.faces.hooks.runtime import HookInvocation, run_hook
+
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"GRAYMATTER_DIR": tmp, "GRAYMATTER_AGENT_ID": "warm-preload", "HOME": tmp}
+        runs = (
+            ("user-prompt", "remember: the warm server preloads the hooks"),  # creates the store
+            ("pre-compact", ""),  # and a checkpoint for session-start to show
+            ("session-start", ""),
+            ("user-prompt", "what does the warm server preload?"),
+        )
+        for event, prompt in runs:
+            payload = {"session_id": "warm-preload", "cwd": tmp, "prompt": prompt, "source": "startup"}
+            run_hook(HookInvocation("claude-code", event), io.BytesIO(json.dumps(payload).encode()), env)
 
 
 def run_warm_server() -> None:

@@ -8,6 +8,7 @@ create the routed store to save a ``remember:`` note or a checkpoint. Reads neve
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from graymatter.faces.hooks import log
 from graymatter.faces.hooks.clients import CLIENTS, CONTEXT_EVENTS, EVENTS, ClientDialect, context_output
-from graymatter.faces.hooks.payload import HookPayload, PayloadError, read_payload
+from graymatter.faces.hooks.payload import HookPayload, PayloadError, parse_payload, read_payload
 
 if TYPE_CHECKING:
     from graymatter.faces.hooks.events import HookOutcome, HookRequest
@@ -35,14 +36,22 @@ class UnknownHook(ValueError):
     code = "hook_unknown"
 
 
+class WarmChildLost(RuntimeError):
+    """The warm server's child that took a relayed hook ended before it reported (nothing was printed)."""
+
+    code = "hook_warm_lost"
+
+
 @dataclass(frozen=True)
 class HookInvocation:
-    """The command line of one hook: client, event, ``--no-create`` and an explicit ``--dir``."""
+    """The command line of one hook: client, event, ``--no-create``, an explicit ``--dir``, and whether a
+    child of the warm server runs it (the log line then says ``"served": "warm"``)."""
 
     client: str
     event: str
     no_create: bool = False
     dir_override: str | None = None
+    warm: bool = False
 
 
 def client_env(env: Mapping[str, str], dialect: ClientDialect) -> dict[str, str]:
@@ -128,6 +137,8 @@ def run_hook(invocation: HookInvocation, stdin: BinaryIO | None, env: Mapping[st
     started = time.perf_counter()
     env = os.environ if env is None else env
     record: dict[str, Any] = {"client": invocation.client, "event": invocation.event}
+    if invocation.warm:
+        record["served"] = "warm"
     store_dir: Path | None = None
     output = ""
     try:
@@ -156,6 +167,24 @@ def run_hook(invocation: HookInvocation, stdin: BinaryIO | None, env: Mapping[st
     record["ms"] = round((time.perf_counter() - started) * 1000, 1)
     _log(store_dir, record)
     return output
+
+
+def log_failure(invocation: HookInvocation, payload: bytes, exc: BaseException) -> None:
+    """Log one failed run of ``invocation`` whose payload was ``payload`` (routed as the run would have
+    been); never raises."""
+    record: dict[str, Any] = {"client": invocation.client, "event": invocation.event}
+    record.update(outcome="error", error=type(exc).__name__, code=str(getattr(exc, "code", "") or ""))
+    store_dir: Path | None = None
+    try:
+        parsed = HookPayload()
+        with contextlib.suppress(PayloadError):
+            parsed = parse_payload(payload)
+        record["session"] = (parsed.session_id or "")[:64] or None
+        route = _route(invocation, parsed, os.environ)
+        store_dir, record["agent_id"] = route.store_dir, route.agent_id
+    except Exception:
+        store_dir = _fallback_dir(invocation, os.environ)
+    _log(store_dir, record)
 
 
 def _tokens(text: str) -> int:

@@ -1,0 +1,172 @@
+"""The hook fast path: ``graymatter hook CLIENT EVENT`` without the parser, served by the warm server if up.
+
+Hooks run as a fresh process on every prompt, so this path imports no parser and, when the warm per-user
+server of ``mcp serve`` is listening (ADR 0010), no engine either: the payload is read here (bounded),
+and a forked child of the warm server, with everything imported, runs the ordinary in-process hook on
+private in-memory files (``memfd``) holding the payload, stdout and stderr. The relay copies the child's
+output to the client only once the child reported its exit, so a child that dies half-way prints nothing;
+the relay then writes the hook-log line instead (exit 0, as for every hook failure). When no warm server
+answers (absent, another code version, stale socket, ``GRAYMATTER_MCP_WARM=0``), the relay launches one
+in the background (as ``mcp serve`` does) and the hook runs in this process on the bytes already read.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+_READ_CHUNK = 64 * 1024
+_COMMAND_NAMES = frozenset({"graymatter", "__main__.py"})
+
+
+def run_hook_fast(argv: list[str], *, in_warm_child: bool = False) -> int | None:
+    """Run ``hook CLIENT EVENT [--no-create]`` without building the whole parser (hooks run on every
+    prompt, so the 30 ms the parser and its command modules cost matter); None for any other command line,
+    which then goes through the parser (and its error messages) as usual. ``in_warm_child``: this process
+    is a child of the warm server (it serves in-process, never relays again)."""
+    import argparse
+
+    from graymatter.faces.cli.grammar import lift_global_flags
+    from graymatter.faces.hooks.clients import CLIENTS, EVENTS
+
+    flags, rest = lift_global_flags(argv)
+    no_create = "--no-create" in rest
+    words = [word for word in rest if word != "--no-create"]
+    if len(words) != 3 or words[0] != "hook" or words[1] not in CLIENTS or words[2] not in EVENTS:
+        return None
+    args = argparse.Namespace(client=words[1], event=words[2], no_create=no_create, warm=in_warm_child)
+    flags.apply(args)
+    payload: bytes | None = None
+    if not in_warm_child and _is_the_command(argv):
+        payload = _read_stdin()
+        if payload is not None:
+            code = _relay(argv, args, payload)
+            if code is not None:
+                return code
+    # A hook is a short-lived process with a bounded payload and bounded work (the client kills it at
+    # its timeout): the cyclic collector only costs it time (about 10 ms of the imports), never memory.
+    import gc
+
+    gc.disable()
+    from graymatter.faces.cli.hooks_cmds import cmd_hook
+
+    return cmd_hook(args, payload)
+
+
+def _is_the_command(argv: list[str]) -> bool:
+    """Whether this process is the ``graymatter`` command running ``argv`` (its stdio is the client's)."""
+    program = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return program in _COMMAND_NAMES and list(sys.argv[1:]) == list(argv)
+
+
+def _read_stdin() -> bytes | None:
+    """The payload as the in-process hook would read it (at most one byte over the bound); None when stdin
+    is absent or a terminal (the hook then runs in-process, which treats that as an empty payload)."""
+    from graymatter.faces.hooks.payload import MAX_PAYLOAD_BYTES
+
+    chunks: list[bytes] = []
+    try:
+        if os.isatty(0):
+            return None
+        left = MAX_PAYLOAD_BYTES + 1
+        while left > 0:
+            chunk = os.read(0, min(left, _READ_CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError:
+        return None if not chunks else b"".join(chunks)
+    return b"".join(chunks)
+
+
+def _relay(argv: list[str], args: object, payload: bytes) -> int | None:
+    """Serve the hook through the warm server on in-memory stdio; its exit code (always 0 once a child
+    took the hook), or None when no warm server took it (one was launched for the next hook)."""
+    if not hasattr(os, "memfd_create") or not _warm_enabled():
+        return None
+    files: list[int] = []
+    saved: list[int] = []
+    try:
+        files = [os.memfd_create(f"gm-hook-{name}", os.MFD_CLOEXEC) for name in ("in", "out", "err")]
+        saved = [os.dup(fd) for fd in (0, 1, 2)]
+        os.write(files[0], payload)
+        os.lseek(files[0], 0, os.SEEK_SET)
+    except OSError:  # no descriptors to spare, or stdio closed: in-process, as before the warm path
+        _close(files + saved)
+        return None
+    try:
+        code = _serve_warm_on(files, saved, argv)
+        if code == 0:
+            _copy(files[1], 1)
+            _copy(files[2], 2)
+        elif code is not None:
+            _log_lost(args, payload)
+        return None if code is None else 0
+    finally:
+        _close(files + saved)
+
+
+def _warm_enabled() -> bool:
+    """``GRAYMATTER_MCP_WARM`` as ``warm_paths.warm_enabled`` reads it, without importing the relay (the
+    switched-off path must not pay for it)."""
+    return os.environ.get("GRAYMATTER_MCP_WARM", "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def _serve_warm_on(files: list[int], saved: list[int], argv: list[str]) -> int | None:
+    """``serve_warm(argv)`` with this process's stdio swapped for ``files`` (and put back afterwards)."""
+    _flush_quietly()
+    for target, fd in enumerate(files):
+        os.dup2(fd, target, inheritable=True)
+    try:
+        from graymatter.faces.mcp_server.warm_relay import serve_warm
+
+        return serve_warm(argv)
+    except Exception:  # e.g. a source file vanished while the code key was computed: in-process
+        return None
+    finally:
+        _flush_quietly()
+        for target, fd in enumerate(saved):
+            os.dup2(fd, target, inheritable=True)
+
+
+def _close(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _flush_quietly() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _copy(source: int, target: int) -> None:
+    """Copy what the child wrote into ``source`` to the client's descriptor ``target`` (errors ignored:
+    a client that closed its pipe gets nothing, as in-process)."""
+    os.lseek(source, 0, os.SEEK_SET)
+    try:
+        while chunk := os.read(source, _READ_CHUNK):
+            view = memoryview(chunk)
+            while view:
+                view = view[os.write(target, view) :]
+    except OSError:
+        pass
+
+
+def _log_lost(args: object, payload: bytes) -> None:
+    """The warm child vanished before it reported: nothing is printed, one hook-log line says so."""
+    from graymatter.faces.hooks.runtime import HookInvocation, WarmChildLost, log_failure
+
+    invocation = HookInvocation(
+        getattr(args, "client", ""),
+        getattr(args, "event", ""),
+        no_create=bool(getattr(args, "no_create", False)),
+        dir_override=getattr(args, "dir", None),
+    )
+    log_failure(invocation, payload, WarmChildLost("the warm server's child ended before it reported"))

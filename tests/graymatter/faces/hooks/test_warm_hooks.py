@@ -1,0 +1,354 @@
+"""Hooks served by the warm server (ADR 0010): real hook processes, a real warm server per test.
+
+* The same sequence of hook runs gives byte-identical stdout, stderr and exit codes, the same stored
+  facts and the same dedupe state through the warm server as in-process (GRAYMATTER_MCP_WARM=0 while the
+  warm server runs), with routing from the client's variable and the payload's cwd (the hook process's
+  own cwd is elsewhere).
+* A broken store through the warm path: exit 0, nothing printed, one log line (served warm).
+* A warm server killed with SIGKILL (a stale socket), and a socket whose server refuses the request: the
+  hook runs in-process with the same output, and a new warm server is launched.
+* A warm child killed in the middle of a hook: the relay prints nothing, exits 0 and logs one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graymatter.config import MemoryConfig
+from graymatter.engine.memory import Memory
+from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
+from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
+from support.env import hermetic_env
+
+pytestmark = pytest.mark.timeout(180)
+
+Logs = Callable[[Path], list[dict[str, Any]]]
+
+
+@pytest.fixture
+def runtime() -> Iterator[Path]:
+    """A private, short XDG_RUNTIME_DIR; the warm servers that listened in it are ended afterwards."""
+    directory = Path(tempfile.mkdtemp(prefix="gmh-", dir="/tmp"))
+    yield directory
+    for lock in (directory / "graymatter").glob("mcp-*.lock"):
+        pid = _lock_pid(lock)
+        if pid is not None and _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def _lock_pid(lock: Path) -> int | None:
+    text = lock.read_text().strip()
+    return int(text) if text.isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _env(runtime: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = hermetic_env(tmp_path / "state", XDG_RUNTIME_DIR=str(runtime))
+    for name in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "QWEN_PROJECT_DIR"):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def _socket(runtime: Path) -> Path:
+    path = socket_path(runtime / "graymatter", code_fingerprint(package_dir()))
+    assert path is not None
+    return path
+
+
+def _connects(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def _warm_pid(runtime: Path, env: dict[str, str]) -> int:
+    """A warm server listening for the code as it is now; its pid (launched here if none is up)."""
+    deadline = time.monotonic() + 120
+    launched: set[str] = set()
+    while time.monotonic() < deadline:
+        sock = _socket(runtime)
+        lock = sock.with_suffix(".lock")
+        pid = _lock_pid(lock) if lock.exists() else None
+        if pid is not None and _alive(pid) and _connects(sock):
+            return pid
+        if sock.name not in launched and (pid is None or not _alive(pid)):
+            subprocess.Popen([sys.executable, "-c", WARM_SERVER_CODE], env=env, start_new_session=True)
+            launched.add(sock.name)
+        time.sleep(0.05)
+    raise AssertionError("no warm server came up")
+
+
+def _hook(
+    env: dict[str, str], event: str, payload: dict[str, Any] | bytes, cwd: Path, client: str = "claude-code"
+) -> subprocess.CompletedProcess[bytes]:
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    command = [sys.executable, "-m", "graymatter", "hook", client, event]
+    return subprocess.run(command, input=data, capture_output=True, timeout=90, env=env, cwd=cwd)
+
+
+def _records(store: Path) -> list[dict[str, Any]]:
+    path = store / "hooks.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _seed(project: Path) -> None:
+    with Memory(project / ".graymatter", config=MemoryConfig(), embedder=None, summariser=None) as memory:
+        memory.remember("my-app", "the billing service stores invoices in PostgreSQL")
+        memory.remember("my-app", "the job queue is RabbitMQ")
+        memory.remember_shared("every service logs JSON to stdout")
+        memory.checkpoint_save("my-app", {"task": "migrate invoices", "step": 3})
+
+
+SEQUENCE: list[tuple[str, dict[str, Any]]] = [
+    ("session-start", {"session_id": "s1", "source": "startup"}),
+    ("user-prompt", {"session_id": "s1", "prompt": "which queue do the jobs use?"}),
+    ("user-prompt", {"session_id": "s1", "prompt": "which queue do the jobs use?"}),  # deduped
+    ("user-prompt", {"session_id": "s1", "prompt": "remember: deploys go to fly.io"}),
+    ("user-prompt", {"session_id": "s1", "prompt": "where do deploys go?"}),
+    ("pre-compact", {"session_id": "s1", "trigger": "auto"}),
+    ("session-start", {"session_id": "s1", "source": "compact"}),
+    ("session-end", {"session_id": "s1", "reason": "exit"}),
+]
+
+
+def _run_sequence(env: dict[str, str], project: Path, elsewhere: Path) -> list[tuple[int, bytes, bytes]]:
+    """Run ``SEQUENCE`` against ``project`` (routed by CLAUDE_PROJECT_DIR and the payload's cwd, from a
+    process whose own cwd is ``elsewhere``); the exit code, stdout and stderr of each run."""
+    env = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    results = []
+    for event, payload in SEQUENCE:
+        done = _hook(env, event, {"cwd": str(project), **payload}, elsewhere)
+        results.append((done.returncode, done.stdout, done.stderr))
+    return results
+
+
+def _stored(store: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(store / "graymatter.db") as conn:
+        return sorted(conn.execute("SELECT agent_id, text FROM facts").fetchall())
+
+
+def _seen(store: Path) -> dict[str, list[str]]:
+    sessions = json.loads((store / "hooks-state.json").read_text())["sessions"]
+    return {sid: entry["seen"] for sid, entry in sessions.items()}
+
+
+def _without_new_ids(results: list[tuple[int, bytes, bytes]]) -> list[tuple[int, bytes, bytes]]:
+    """``results`` with the ids and times of what the runs themselves stored (the ``remember:`` note, the
+    pre-compact checkpoint) replaced by placeholders: each store mints its own."""
+    ulid = re.compile(rb"\b[0-9A-HJKMNP-TV-Z]{26}\b")
+    stamp = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:\+00:00|Z)?")
+    return [(code, stamp.sub(b"<time>", ulid.sub(b"<id>", out)), err) for code, out, err in results]
+
+
+def test_a_hook_through_the_warm_server_prints_exactly_what_in_process_prints(
+    runtime: Path, tmp_path: Path
+) -> None:
+    seeded = tmp_path / "seeded" / "my-app"
+    (seeded / ".git").mkdir(parents=True)
+    _seed(seeded)
+    warm_project, cold_project = tmp_path / "warm" / "my-app", tmp_path / "cold" / "my-app"
+    shutil.copytree(seeded, cold_project)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = _env(runtime, tmp_path)
+    for _attempt in range(5):  # the code key follows every source file: a shared tree may retire it
+        _warm_pid(runtime, env)
+        shutil.rmtree(warm_project, ignore_errors=True)
+        shutil.copytree(seeded, warm_project)  # byte-identical stores: same ids, same times
+        warm = _run_sequence(env, warm_project, elsewhere)
+        if all(r.get("served") == "warm" for r in _records(warm_project / ".graymatter")):
+            break
+    else:
+        pytest.fail("the sequence was never served by the warm server as a whole")
+    cold = _run_sequence({**env, "GRAYMATTER_MCP_WARM": "0"}, cold_project, elsewhere)
+    assert [code for code, _out, _err in warm] == [0] * len(SEQUENCE)
+    assert [warm[i] for i in (0, 1, 2, 4, 5, 7)] == [cold[i] for i in (0, 1, 2, 4, 5, 7)]  # byte for byte
+    assert _without_new_ids(warm) == _without_new_ids(cold)
+    assert sum(b"additionalContext" in out for _code, out, _err in warm) == 5  # the repeat injects nothing
+    assert b"RabbitMQ" in warm[1][1] and warm[2][1] == b"" and b"fly.io" in warm[4][1]
+    assert _stored(warm_project / ".graymatter") == _stored(cold_project / ".graymatter")
+    assert _seen(warm_project / ".graymatter") == _seen(cold_project / ".graymatter")
+    warm_log, cold_log = _records(warm_project / ".graymatter"), _records(cold_project / ".graymatter")
+    assert [r.pop("served") for r in warm_log] == ["warm"] * len(SEQUENCE)
+    assert all("served" not in r for r in cold_log)
+    keys = ("client", "event", "session", "agent_id", "outcome", "chars", "tokens")
+    assert [{k: r.get(k) for k in keys} for r in warm_log] == [{k: r.get(k) for k in keys} for r in cold_log]
+
+
+def _served_warm(store: Path, runtime: Path, env: dict[str, str], run: Callable[[], Any]) -> Any:
+    """``run()`` until the hook-log line it adds says the warm server served it (the key may move)."""
+    for _attempt in range(5):
+        _warm_pid(runtime, env)
+        before = len(_records(store))
+        result = run()
+        added = _records(store)[before:]
+        if added and added[-1].get("served") == "warm":
+            return result, added
+    pytest.fail("never served by the warm server")
+
+
+def test_a_broken_store_through_the_warm_server_prints_nothing_and_logs_one_line(
+    runtime: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "my-app"
+    (project / ".git").mkdir(parents=True)
+    store = project / ".graymatter"
+    store.mkdir(mode=0o700)
+    (store / "graymatter.db").write_bytes(b"this is not a database" * 100)
+    env = _env(runtime, tmp_path)
+    for event, payload in (
+        ("session-start", {"session_id": "s1", "source": "startup", "cwd": str(project)}),
+        ("user-prompt", {"session_id": "s1", "prompt": "remember: sk-hidden-value", "cwd": str(project)}),
+    ):
+        done, added = _served_warm(store, runtime, env, lambda e=event, p=payload: _hook(env, e, p, project))
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+        [record] = added
+        assert (record["event"], record["outcome"], record["error"], record["code"]) == (
+            event,
+            "error",
+            "CorruptDatabase",
+            "corrupt_database",
+        )
+    assert "sk-hidden-value" not in (store / "hooks.log").read_text()
+
+
+def test_a_killed_warm_server_leaves_a_stale_socket_the_hook_survives(runtime: Path, tmp_path: Path) -> None:
+    project = tmp_path / "my-app"
+    (project / ".git").mkdir(parents=True)
+    _seed(project)
+    env = _env(runtime, tmp_path)
+    payload = {"session_id": "s1", "source": "startup", "cwd": str(project)}
+    expected = _hook({**env, "GRAYMATTER_MCP_WARM": "0"}, "session-start", payload, project).stdout
+    assert b"additionalContext" in expected
+    old = _warm_pid(runtime, env)
+    os.kill(old, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _alive(old) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    locks = (runtime / "graymatter").glob("*.lock")
+    stale = [lock.with_suffix(".sock") for lock in locks if _lock_pid(lock) == old]
+    assert stale and stale[0].exists() and not _connects(stale[0])
+    done = _hook(env, "session-start", {**payload, "session_id": "s2"}, project)
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+    assert "served" not in _records(project / ".graymatter")[-1]  # in-process
+    assert _warm_pid(runtime, env) != old  # the hook launched a new warm server
+
+
+def test_a_socket_whose_server_refuses_the_request_falls_back_in_process(
+    runtime: Path, tmp_path: Path
+) -> None:
+    """Stands for a warm server that refuses the relay (another key, a full header): accept, then close."""
+    project = tmp_path / "my-app"
+    (project / ".git").mkdir(parents=True)
+    _seed(project)
+    env = _env(runtime, tmp_path)
+    payload = {"session_id": "s1", "prompt": "which queue do the jobs use?", "cwd": str(project)}
+    expected = _hook({**env, "GRAYMATTER_MCP_WARM": "0"}, "user-prompt", payload, project).stdout
+    (runtime / "graymatter").mkdir(mode=0o700)
+    path = _socket(runtime)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(str(path))
+    listener.listen(8)
+    listener.settimeout(60)
+    accepted: list[bool] = []
+
+    def refuse() -> None:
+        conn, _ = listener.accept()
+        accepted.append(True)
+        conn.close()
+
+    thread = threading.Thread(target=refuse)
+    thread.start()
+    try:
+        done = _hook(env, "user-prompt", {**payload, "session_id": "s2"}, project)
+    finally:
+        thread.join(60)
+        listener.close()
+    assert accepted == [True]  # the relay did try this socket
+    assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
+    assert "served" not in _records(project / ".graymatter")[-1]
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().split(")")[-1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_warm_child_killed_mid_hook_prints_nothing_exits_0_and_logs_one_line(
+    runtime: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "my-app"
+    (project / ".git").mkdir(parents=True)
+    _seed(project)
+    store = project / ".graymatter"
+    env = _env(runtime, tmp_path)
+    payload = json.dumps({"session_id": "s1", "prompt": "remember: sk-hidden-note", "cwd": str(project)})
+    warm = _warm_pid(runtime, env)
+    blocker = sqlite3.connect(store / "graymatter.db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # the hook's write now waits for the lock
+    try:
+        command = [sys.executable, "-m", "graymatter", "hook", "claude-code", "user-prompt"]
+        pipe = subprocess.PIPE
+        relay = subprocess.Popen(command, stdin=pipe, stdout=pipe, stderr=pipe, env=env, cwd=project)
+        assert relay.stdin is not None
+        relay.stdin.write(payload.encode())
+        relay.stdin.close()
+        deadline = time.monotonic() + 30
+        while not (children := _children_of(warm)) and time.monotonic() < deadline and relay.poll() is None:
+            time.sleep(0.01)
+        assert children, "the hook was not taken by the warm server"
+        os.kill(children[0], signal.SIGKILL)
+        assert relay.stdout is not None and relay.stderr is not None
+        out, err = relay.stdout.read(), relay.stderr.read()
+        relay.wait(timeout=60)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert (relay.returncode, out, err) == (0, b"", b"")
+    [record] = _records(store)
+    assert (record["event"], record["outcome"], record["error"], record["code"]) == (
+        "user-prompt",
+        "error",
+        "WarmChildLost",
+        "hook_warm_lost",
+    )
+    assert (record["session"], record["agent_id"]) == ("s1", "my-app")
+    assert "sk-hidden-note" not in (store / "hooks.log").read_text()
