@@ -87,8 +87,16 @@ def embed_state(fact: Fact, model: str | None, usable_vector: bool) -> int:
     return EMBED_PENDING if embeddable else EMBED_NONE
 
 
-def fact_values(fact: Fact, to_db_time: Callable[[datetime], Any]) -> tuple[Any, ...]:
-    """The fact's values in :data:`FACT_COLUMNS` order."""
+def fact_values(
+    fact: Fact, to_db_time: Callable[[datetime], Any], cache: dict[int, str] | None = None
+) -> tuple[Any, ...]:
+    """The fact's values in :data:`FACT_COLUMNS` order (``cache``: provenance JSON by object, for a batch
+    whose facts share one provenance; it must not outlive the batch)."""
+    provenance = None if cache is None else cache.get(id(fact.provenance))
+    if provenance is None:
+        provenance = fact.provenance.model_dump_json(exclude_none=True)
+        if cache is not None:
+            cache[id(fact.provenance)] = provenance
     return (
         fact.id,
         fact.agent_id,
@@ -103,7 +111,7 @@ def fact_values(fact: Fact, to_db_time: Callable[[datetime], Any]) -> tuple[Any,
         fact.pinned,
         to_db_time(fact.pinned_at) if fact.pinned_at else None,
         fact.confidence,
-        fact.provenance.model_dump_json(exclude_none=True),
+        provenance,
     )
 
 

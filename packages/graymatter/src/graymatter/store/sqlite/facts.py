@@ -19,18 +19,35 @@ from graymatter.store.rows import (
     fact_values,
 )
 from graymatter.store.sqlite.connection import SQLiteConnections
-from graymatter.store.sqlite.rows import chunks, placeholders, to_micros
+from graymatter.store.sqlite.rows import chunks, placeholders, text_hash, to_micros
+from graymatter.store.sqlite.schema import INDEXED_SQL
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
 
-_INSERT_FACT = f"INSERT INTO facts ({FACT_COLUMNS}, embed_state) VALUES ({placeholders(15)})"
+_INSERT_FACT = f"INSERT INTO facts ({FACT_COLUMNS}, embed_state, text_hash) VALUES ({placeholders(16)})"
+_INDEX_NEW = (
+    "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND "
+    + INDEXED_SQL.format(row="")
+)
+"""Full-text entries for the live facts inserted after a rowid (the write lock is held, so every row past
+the largest rowid seen at the transaction's start is one of ours). Schema 4's triggers retire entries."""
 
 
-def _insert_fact(c: sqlite3.Connection, fact: Fact, state: int) -> int:
-    cursor = c.execute(_INSERT_FACT, (*fact_values(fact, to_micros), state))
-    rowid = int(cursor.lastrowid or 0)
-    if fact.kind == "fact" and fact.superseded_by is None:
-        c.execute("INSERT INTO facts_fts(rowid, text) VALUES (?, ?)", (rowid, fact.text))
-    return rowid
+def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> list[tuple[Any, ...]]:
+    """The insert parameters of each fact (a provenance shared by a batch is serialised once)."""
+    cache: dict[int, str] = {}
+    return [
+        (*fact_values(fact, to_micros, cache), state, text_hash(fact.text))
+        for fact, state in zip(facts, states, strict=True)
+    ]
+
+
+def _insert_rows(c: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert fact rows with one ``executemany`` and their full-text entries with one statement."""
+    if not rows:
+        return
+    last = c.execute("SELECT coalesce(max(rowid), 0) FROM facts").fetchone()[0]
+    c.executemany(_INSERT_FACT, rows)
+    c.execute(_INDEX_NEW, (last,))
 
 
 def _found(c: sqlite3.Connection, ids: Sequence[str], select: str) -> Iterator[tuple[str, Any]]:
@@ -41,11 +58,10 @@ def _found(c: sqlite3.Connection, ids: Sequence[str], select: str) -> Iterator[t
             yield fact_id, row
 
 
-def _remove_from_indexes(c: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
-    """Drop full-text and vector entries of the given (rowid, agent_id) facts."""
+def _remove_vectors(c: sqlite3.Connection, rows: Sequence[tuple[int, str]]) -> None:
+    """Drop the vectors of the given (rowid, agent_id) facts; the vector caches are told."""
     agents: set[str] = set()
     for rowid, agent in rows:
-        c.execute("DELETE FROM facts_fts WHERE rowid = ?", (rowid,))
         if c.execute("DELETE FROM vectors WHERE fact_rowid = ?", (rowid,)).rowcount:
             agents.add(agent)
     for agent in agents:
@@ -58,17 +74,36 @@ def _insert_facts(
     aligned: Sequence[Vector | None],
     embedding_model: str | None,
 ) -> None:
-    """Rows, full-text entries and the usable vectors; the vector caches are told."""
+    """Rows (one ``executemany``; full-text entries by trigger) and the usable vectors."""
     model = current_model(c)
+    states = [
+        embed_state(fact, model, vector is not None and embedding_model == model)
+        for fact, vector in zip(facts, aligned, strict=True)
+    ]
+    _insert_rows(c, _rows(c, facts, states))
     touched_agents: set[str] = set()
-    for fact, vector in zip(facts, aligned, strict=True):
-        state = embed_state(fact, model, vector is not None and embedding_model == model)
-        rowid = _insert_fact(c, fact, state)
+    for fact, vector, state in zip(facts, aligned, states, strict=True):
         if state == EMBED_DONE and vector is not None:
+            rowid = c.execute("SELECT rowid FROM facts WHERE id = ?", (fact.id,)).fetchone()[0]
             put_vector(c, rowid, fact, vector)
             touched_agents.add(fact.agent_id)
     for agent in touched_agents:
         bump(c, f"vec_added:{agent}")
+
+
+def _unknown(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
+    """The facts whose ids are neither stored nor repeated earlier in ``facts`` (first one wins)."""
+    ids = list(dict.fromkeys(f.id for f in facts))
+    known: set[str] = set()
+    for chunk in chunks(ids):
+        sql = f"SELECT id FROM facts WHERE id IN ({placeholders(len(chunk))})"
+        known.update(row[0] for row in c.execute(sql, list(chunk)))
+    fresh: list[Fact] = []
+    for fact in facts:
+        if fact.id not in known:
+            known.add(fact.id)
+            fresh.append(fact)
+    return fresh
 
 
 def _tombstone(c: sqlite3.Connection, ids: Sequence[str], superseded_by: str) -> list[str]:
@@ -83,7 +118,7 @@ def _tombstone(c: sqlite3.Connection, ids: Sequence[str], superseded_by: str) ->
         if row[2] == "fact":
             index_rows.append((row[0], row[1]))
         changed.append(fact_id)
-    _remove_from_indexes(c, index_rows)
+    _remove_vectors(c, index_rows)
     return changed
 
 
@@ -102,14 +137,9 @@ class SQLiteFactWrites(SQLiteConnections):
 
         def work(c: sqlite3.Connection) -> tuple[int, int]:
             model = current_model(c)
-            added = skipped = 0
-            for fact in facts:
-                if c.execute("SELECT 1 FROM facts WHERE id = ?", (fact.id,)).fetchone():
-                    skipped += 1
-                    continue
-                _insert_fact(c, fact, embed_state(fact, model, False))
-                added += 1
-            return added, skipped
+            fresh = _unknown(c, facts)
+            _insert_rows(c, _rows(c, fresh, [embed_state(f, model, False) for f in fresh]))
+            return len(fresh), len(facts) - len(fresh)
 
         return self._write(work)
 
@@ -202,7 +232,7 @@ class SQLiteFactWrites(SQLiteConnections):
                 index_rows.append((row[0], row[1]))
                 c.execute("DELETE FROM facts WHERE rowid = ?", (row[0],))
                 deleted.append(fact_id)
-            _remove_from_indexes(c, index_rows)
+            _remove_vectors(c, index_rows)
             return deleted
 
         return self._write(work) if ids else []

@@ -17,6 +17,7 @@ from graymatter.store.sqlite.rows import (
     chunks,
     from_micros,
     placeholders,
+    text_hash,
 )
 from graymatter.store.sqlite.schema import SESSION_SQL
 
@@ -86,9 +87,10 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
         where = (
-            "INDEXED BY facts_agent_text WHERE agent_id = ? AND text = ? AND kind = ? ORDER BY created_at, id"
+            "INDEXED BY facts_text_hash WHERE text_hash = ? AND agent_id = ? AND text = ? AND kind = ? "
+            "ORDER BY created_at, id"
         )
-        return self._listing(where, (agent_id, text, kind))
+        return self._listing(where, (text_hash(text), agent_id, text, kind))
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """For each given live fact written in a session, the live facts of its agent and session written

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -37,6 +38,14 @@ def at_micros(micros: int) -> datetime:
 def from_micros(micros: int | None) -> datetime | None:
     """Like :func:`at_micros`, for a nullable column (``None`` stays ``None``)."""
     return None if micros is None else at_micros(micros)
+
+
+def text_hash(text: str) -> int:
+    """A fact text's signed 64-bit key for exact-text lookups (``facts.text_hash``; equal texts, equal keys).
+
+    Lookups still compare the text itself, so a collision only costs reading one more row."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def placeholders(count: int) -> str:

@@ -9,12 +9,15 @@ from graymatter.errors import CorruptDatabase, SchemaTooNew
 from graymatter.store.decay import decay_indexes
 from graymatter.store.fts import FTS_TOKENIZER
 from graymatter.store.sqlite.connection import SQLiteConnections, configure, retry_busy, translate
+from graymatter.store.sqlite.rows import text_hash
 
 DB_FILENAME = "graymatter.db"
 SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
 """A fact's session id, spelled exactly as the ``facts_session`` index spells it (NULL, never an error,
 for a provenance that is not JSON: such a row is reported as corrupt when it is decoded)."""
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+INDEXED_SQL = "{row}kind = 'fact' AND {row}superseded_by IS NULL"
+"""The rows the full-text index holds (live facts), for the triggers that keep it so (``{row}``: a prefix)."""
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -83,6 +86,32 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
     # 3: incremental decay: each fact's next decay moment, and the facts due found by index (store/decay.py).
     3: decay_indexes("facts", "INTEGER"),
+    # 4: disk and ingest (docs/decisions/0011): exact-text lookups by an 8-byte hash instead of a second copy
+    # of every text in an index, and an external-content FTS5 table (the text lives once, in ``facts``)
+    # holding exactly the live facts: inserts add theirs in one INSERT ... SELECT per write (facts.py; a
+    # per-row trigger costs FTS5 5x more), triggers retire the entries of rows tombstoned, re-kinded or
+    # deleted. Every fact is kept; the index is rebuilt from them.
+    4: [
+        "ALTER TABLE facts ADD COLUMN text_hash INTEGER",
+        "UPDATE facts SET text_hash = gm_text_hash(text)",
+        "CREATE INDEX facts_text_hash ON facts(text_hash)",
+        "DROP INDEX facts_agent_text",
+        "DROP TABLE facts_vocab",
+        "DROP TABLE facts_fts",
+        f"""CREATE VIRTUAL TABLE facts_fts USING fts5(text, content='facts', content_rowid='rowid',
+            tokenize='{FTS_TOKENIZER}')""",
+        "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE "
+        + INDEXED_SQL.format(row=""),
+        """CREATE VIRTUAL TABLE facts_vocab USING fts5vocab(facts_fts, 'row')""",
+        f"""CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts WHEN {INDEXED_SQL.format(row="old.")} BEGIN
+            INSERT INTO facts_fts(facts_fts, rowid, text) VALUES ('delete', old.rowid, old.text); END""",
+        f"""CREATE TRIGGER facts_fts_update AFTER UPDATE OF text, kind, superseded_by ON facts BEGIN
+            INSERT INTO facts_fts(facts_fts, rowid, text) SELECT 'delete', old.rowid, old.text
+                WHERE {INDEXED_SQL.format(row="old.")};
+            INSERT INTO facts_fts(rowid, text) SELECT new.rowid, new.text
+                WHERE {INDEXED_SQL.format(row="new.")};
+            END""",
+    ],
 }
 
 
@@ -120,6 +149,7 @@ def _check_version(path: Path, version: int, tables: int) -> None:
 def _migrate(db: SQLiteConnections, conn: sqlite3.Connection) -> None:
     retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))  # needs a moment without other writers
     configure(conn)
+    conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
 
     def apply(c: sqlite3.Connection) -> None:
         current = c.execute("PRAGMA user_version").fetchone()[0]
