@@ -1,8 +1,11 @@
 """The wire-cost measures keep the contract: one serialisation, the same bytes the SDK's own path would send.
 
-* ``_wire_result`` (a success handed to the SDK as a mapping, its structuredContent as it is) gives, after
+* ``wire_result`` (a success handed to the SDK as a mapping, its structuredContent as it is) gives, after
   the SDK's per-version validation and dump, exactly what the SDK makes of the model, for any JSON state
   and every protocol version the SDK speaks; failures are left to the SDK.
+* structuredContent held back while the SDK shapes the result and put back by the middleware: over a real
+  ``mcp serve`` for each handshake protocol version, the answer is what the SDK makes of the model; a key
+  the SDK dropped is not put back; outside the middleware nothing is held back.
   (A large state over a real ``mcp serve`` subprocess: ``test_stdio_e2e.py``.)
 * Answer lines written from the event loop keep the SDK's stdout claim: stray fd-1 output goes to stderr.
 * ``tune_collector`` freezes what lives after start-up and raises the collection thresholds.
@@ -20,8 +23,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graymatter.faces.mcp_server.server import _success, _wire_result
+from graymatter.faces.mcp_server.server import _success
 from graymatter.faces.mcp_server.stdio import COLLECTOR_THRESHOLDS, tune_collector
+from graymatter.faces.mcp_server.wire import HELD, StructuredContentPassThrough, hold_back, wire_result
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -51,7 +55,7 @@ def test_wire_result_is_what_the_sdk_makes_of_the_model(state: dict[str, Any]) -
     from graymatter.faces.mcp_server.schemas import CheckpointResumeResult
 
     result = _success(CheckpointResumeResult(id="c1", created_at="2026-12-01T00:00:00Z", state=state))
-    wire = _wire_result(result)
+    wire = wire_result(result)
     assert isinstance(wire, dict)
     assert wire["structuredContent"] is result.structured_content  # handed over, not walked
     for version in VERSIONS:
@@ -63,8 +67,81 @@ def test_failures_are_left_to_the_sdk() -> None:
     from graymatter.faces.mcp_server.server import _failure
 
     failure = _failure("no checkpoint found")
-    assert _wire_result(failure) is failure
+    assert wire_result(failure) is failure
     assert "structuredContent" not in _sdk_wire(failure, "2025-11-25")
+
+
+def test_outside_the_middleware_nothing_is_held_back() -> None:
+    wire = {"content": [], "structuredContent": {"a": 1}}
+    assert hold_back(wire) is wire
+    assert HELD.get() is None
+
+
+def test_the_middleware_puts_back_what_the_handler_held_back_and_leaves_a_dropped_key_dropped() -> None:
+    structured = {"state": {"big": list(range(5))}}
+
+    def shaped(drop: bool) -> Any:
+        async def call_next(ctx: Any) -> dict[str, Any]:
+            wire = hold_back({"content": [], "structuredContent": structured})
+            assert wire["structuredContent"] == {}
+            return {"content": []} if drop else dict(wire)
+
+        return call_next
+
+    class Ctx:
+        method = "tools/call"
+
+    async def main() -> None:
+        kept = await StructuredContentPassThrough()(Ctx(), shaped(drop=False))
+        assert kept["structuredContent"] is structured
+        dropped = await StructuredContentPassThrough()(Ctx(), shaped(drop=True))
+        assert dropped == {"content": []}
+
+    import anyio
+
+    anyio.run(main)
+    assert HELD.get() is None
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", *VERSIONS[:2]])
+def test_a_resume_over_stdio_is_what_the_sdk_makes_of_the_model(version: str, tmp_path: Any) -> None:
+    from graymatter.engine.memory import Memory
+    from graymatter.faces.mcp_server.results import resumed
+    from support.processes import graymatter_command, server_env
+
+    state = {"turns": [{"n": i, "text": f'Schritt {i} ü "q"'} for i in range(50)], "ratio": 1.5e300}
+    with Memory(tmp_path) as memory:
+        memory.checkpoint_save("wire", state)
+        expected = _sdk_wire(_success(resumed(memory.checkpoint_latest("wire"))), version)
+    lines = [
+        {
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {"method": "notifications/initialized"},
+        {
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "checkpoint_resume", "arguments": {"agent_id": "wire"}},
+        },
+    ]
+    wire_in = "".join(json.dumps({"jsonrpc": "2.0", **line}) + "\n" for line in lines).encode()
+    done = subprocess.run(
+        graymatter_command(tmp_path, "mcp", "serve"),
+        input=wire_in,
+        capture_output=True,
+        env=server_env(),
+        timeout=120,
+    )
+    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    assert answers[0]["result"]["protocolVersion"] == version
+    assert answers[1]["result"] == expected
+    assert answers[1]["result"]["structuredContent"]["state"] == state
 
 
 def test_tune_collector_freezes_start_up_objects_and_raises_thresholds() -> None:

@@ -3,8 +3,9 @@
 The SDK's stdio transport hands a line it cannot parse to the server loop as an exception, which drops it:
 the client then waits for its timeout. Here such a line is answered at once with ``-32700 Parse error``
 (not JSON) or ``-32600 Invalid Request`` (JSON, but no JSON-RPC message), ``id`` null as JSON-RPC 2.0
-says when the id cannot be read. Everything else is the SDK's own transport and loop, except that answer
-lines are written from the event loop instead of a worker thread (:class:`InlineStdout`). The collector
+says when the id cannot be read (:class:`AnsweringReadStream`). Everything else is the SDK's own transport
+and loop, except that answer lines are written from the event loop instead of a worker thread
+(:class:`InlineStdout`) and the tool bodies run on the loop too (``run_tools_inline``). The collector
 is tuned for serving (:func:`tune_collector`). Logging goes to stderr, one line per event (the SDK's
 default is a multi-line rich console).
 """
@@ -109,30 +110,68 @@ async def _serve(server: MCPServer) -> None:
             release()
 
 
+class AnsweringReadStream:
+    """The transport's read stream as the SDK's loop consumes it, answering unreadable lines on the way.
+
+    A pull filter: each ``receive`` takes the transport's next item; an exception (a line that is no
+    JSON-RPC message) is answered on the write stream with :func:`rejection` and skipped. No task or stream
+    of its own, so a request reaches the SDK's loop with no extra hand-off. ``last_context`` is the
+    transport's per-message sender context, which the SDK's loop reads off the stream it is given.
+    """
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    @property
+    def last_context(self) -> Any:
+        """The sender context of the item last received (the SDK's context streams carry one)."""
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        """The next message; unreadable lines are answered and skipped."""
+        from mcp.shared.message import SessionMessage
+
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, Exception):
+                return item
+            await self._write.send(SessionMessage(message=rejection(item)))
+
+    def __aiter__(self) -> AnsweringReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        """Close the transport's read stream."""
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> AnsweringReadStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 async def _serve_streams(lowlevel: Any, read_stream: Any, write_stream: Any) -> None:
-    import anyio
-    from mcp.shared.message import SessionMessage
-
-    relay_send, relay_receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-
-    async def relay() -> None:
-        async with relay_send:
-            async for item in read_stream:
-                if isinstance(item, Exception):
-                    await write_stream.send(SessionMessage(message=rejection(item)))
-                else:
-                    await relay_send.send(item)
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(relay)
-        await lowlevel.run(relay_receive, write_stream, lowlevel.create_initialization_options())
-        group.cancel_scope.cancel()
+    reader = AnsweringReadStream(read_stream, write_stream)
+    await lowlevel.run(reader, write_stream, lowlevel.create_initialization_options())
 
 
 def run_stdio(server: MCPServer) -> None:
-    """Serve ``server`` over this process's stdin and stdout until stdin closes."""
+    """Serve ``server`` over this process's stdin and stdout until stdin closes (its tools run inline)."""
     import anyio
 
+    from graymatter.faces.mcp_server.server import run_tools_inline
+
+    run_tools_inline(server)
     tune_collector()
     anyio.run(_serve, server)
 
