@@ -73,3 +73,14 @@ def test_the_log_rotates_at_its_bound_and_never_cuts_a_line(tmp_path: Path) -> N
     assert all(json.loads(line) for line in (tmp_path / "hooks.log.1").read_text().splitlines())
     assert stat.S_IMODE((tmp_path / "hooks.log").stat().st_mode) == 0o600
     assert not log.write_line(tmp_path / "missing", record) and not (tmp_path / "missing").exists()
+
+
+def test_the_dedupe_state_is_replaced_whole_and_leaves_no_temporary_file(tmp_path: Path) -> None:
+    path = tmp_path / "hooks-state.json"
+    path.symlink_to(tmp_path / "elsewhere.json")  # replaced as a name, never followed
+    state = SessionState(tmp_path)
+    for block in range(5):
+        state.record("s1", f"d{block}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hooks-state.json"]
+    assert not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert SessionState(tmp_path).seen("s1", "d4")

@@ -15,8 +15,44 @@ from __future__ import annotations
 import os
 import sys
 
+HOOK_CLIENTS = ("claude-code", "codex", "gemini", "qwen")
+"""The clients ``graymatter hook`` knows (the keys of ``faces.hooks.clients.CLIENTS``; a test checks)."""
+HOOK_EVENTS = ("session-start", "user-prompt", "pre-compact", "session-end")
+"""The hook events (``faces.hooks.clients.EVENTS``; a test checks)."""
+PAYLOAD_LIMIT = 1024 * 1024
+"""``faces.hooks.payload.MAX_PAYLOAD_BYTES`` (a test checks), here so that relaying imports no dataclass."""
+_VALUE_FLAGS = ("--dir", "--store")  # grammar.VALUE_FLAGS and SWITCH_FLAGS (a test checks)
+_SWITCH_FLAGS = ("--json", "--quiet", "--no-daemon")
 _READ_CHUNK = 64 * 1024
 _COMMAND_NAMES = frozenset({"graymatter", "__main__.py"})
+
+
+def hook_words(argv: list[str]) -> tuple[str, str, bool, str | None] | None:
+    """``(client, event, no_create, --dir)`` when ``argv`` is a hook command line, else None: the global
+    flags lifted as ``grammar.lift_global_flags`` lifts them (a hypothesis test holds the two together),
+    without importing the grammar (and with it ``dataclasses`` and ``difflib``) before relaying."""
+    rest: list[str] = []
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            rest.extend(argv[i:])
+            break
+        name, has_inline, inline = token.partition("=")
+        if name in _VALUE_FLAGS and has_inline:
+            values[name] = inline
+        elif token in _VALUE_FLAGS and i + 1 < len(argv):
+            values[token] = argv[i + 1]
+            i += 1
+        elif token not in _SWITCH_FLAGS:
+            rest.append(token)
+        i += 1
+    no_create = "--no-create" in rest
+    words = [word for word in rest if word != "--no-create"]
+    if len(words) != 3 or words[0] != "hook" or words[1] not in HOOK_CLIENTS or words[2] not in HOOK_EVENTS:
+        return None
+    return words[1], words[2], no_create, values.get("--dir")
 
 
 def run_hook_fast(argv: list[str], *, in_warm_child: bool = False) -> int | None:
@@ -24,23 +60,14 @@ def run_hook_fast(argv: list[str], *, in_warm_child: bool = False) -> int | None
     prompt, so the 30 ms the parser and its command modules cost matter); None for any other command line,
     which then goes through the parser (and its error messages) as usual. ``in_warm_child``: this process
     is a child of the warm server (it serves in-process, never relays again)."""
-    import argparse
-
-    from graymatter.faces.cli.grammar import lift_global_flags
-    from graymatter.faces.hooks.clients import CLIENTS, EVENTS
-
-    flags, rest = lift_global_flags(argv)
-    no_create = "--no-create" in rest
-    words = [word for word in rest if word != "--no-create"]
-    if len(words) != 3 or words[0] != "hook" or words[1] not in CLIENTS or words[2] not in EVENTS:
+    words = hook_words(argv)
+    if words is None:
         return None
-    args = argparse.Namespace(client=words[1], event=words[2], no_create=no_create, warm=in_warm_child)
-    flags.apply(args)
     payload: bytes | None = None
     if not in_warm_child and _is_the_command(argv):
         payload = _read_stdin()
         if payload is not None:
-            code = _relay(argv, args, payload)
+            code = _relay(argv, words, payload)
             if code is not None:
                 return code
     # A hook is a short-lived process with a bounded payload and bounded work (the client kills it at
@@ -48,8 +75,15 @@ def run_hook_fast(argv: list[str], *, in_warm_child: bool = False) -> int | None
     import gc
 
     gc.disable()
+    import argparse
+
+    from graymatter.faces.cli.grammar import lift_global_flags
     from graymatter.faces.cli.hooks_cmds import cmd_hook
 
+    flags, _rest = lift_global_flags(argv)
+    client, event, no_create, _dir = words
+    args = argparse.Namespace(client=client, event=event, no_create=no_create, warm=in_warm_child)
+    flags.apply(args)
     return cmd_hook(args, payload)
 
 
@@ -62,13 +96,11 @@ def _is_the_command(argv: list[str]) -> bool:
 def _read_stdin() -> bytes | None:
     """The payload as the in-process hook would read it (at most one byte over the bound); None when stdin
     is absent or a terminal (the hook then runs in-process, which treats that as an empty payload)."""
-    from graymatter.faces.hooks.payload import MAX_PAYLOAD_BYTES
-
     chunks: list[bytes] = []
     try:
         if os.isatty(0):
             return None
-        left = MAX_PAYLOAD_BYTES + 1
+        left = PAYLOAD_LIMIT + 1
         while left > 0:
             chunk = os.read(0, min(left, _READ_CHUNK))
             if not chunk:
@@ -80,7 +112,7 @@ def _read_stdin() -> bytes | None:
     return b"".join(chunks)
 
 
-def _relay(argv: list[str], args: object, payload: bytes) -> int | None:
+def _relay(argv: list[str], words: tuple[str, str, bool, str | None], payload: bytes) -> int | None:
     """Serve the hook through the warm server on in-memory stdio; its exit code (always 0 once a child
     took the hook), or None when no warm server took it (one was launched for the next hook)."""
     if not hasattr(os, "memfd_create") or not _warm_enabled():
@@ -101,7 +133,7 @@ def _relay(argv: list[str], args: object, payload: bytes) -> int | None:
             _copy(files[1], 1)
             _copy(files[2], 2)
         elif code is not None:
-            _log_lost(args, payload)
+            _log_lost(words, payload)
         return None if code is None else 0
     finally:
         _close(files + saved)
@@ -159,14 +191,10 @@ def _copy(source: int, target: int) -> None:
         pass
 
 
-def _log_lost(args: object, payload: bytes) -> None:
+def _log_lost(words: tuple[str, str, bool, str | None], payload: bytes) -> None:
     """The warm child vanished before it reported: nothing is printed, one hook-log line says so."""
     from graymatter.faces.hooks.runtime import HookInvocation, WarmChildLost, log_failure
 
-    invocation = HookInvocation(
-        getattr(args, "client", ""),
-        getattr(args, "event", ""),
-        no_create=bool(getattr(args, "no_create", False)),
-        dir_override=getattr(args, "dir", None),
-    )
+    client, event, no_create, directory = words
+    invocation = HookInvocation(client, event, no_create=no_create, dir_override=directory)
     log_failure(invocation, payload, WarmChildLost("the warm server's child ended before it reported"))

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from graymatter.faces.cli.exit_codes import EXIT_FAILURE, EXIT_OK
+from graymatter.faces.cli.hook_fast import HOOK_CLIENTS, HOOK_EVENTS
 
-HOOK_CLIENTS = ("claude-code", "codex", "gemini", "qwen")
-HOOK_EVENTS = ("session-start", "user-prompt", "pre-compact", "session-end")
 CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
 
 

@@ -13,13 +13,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from graymatter.errors import GraymatterError
-from graymatter.faces.cli.exit_codes import EXIT_FAILURE, EXIT_INTERRUPTED, exit_code
-from graymatter.faces.cli.render import emit_json
-
 
 def report_error(exc: BaseException, json_mode: bool) -> int:
     """Print ``exc`` as one line (a JSON error object with ``--json``); return its exit code."""
+    from graymatter.faces.cli.exit_codes import exit_code
+    from graymatter.faces.cli.render import emit_json
+
     code = getattr(exc, "code", "error")
     message = " ".join(str(exc).split()) or type(exc).__name__
     if json_mode:
@@ -51,20 +50,33 @@ def main(argv: Sequence[str] | None = None, *, in_warm_child: bool = False) -> i
         args = parse_arguments(argv)
         json_mode = bool(args.json)
         return int(args.func(args) or 0)
-    except GraymatterError as exc:
-        return report_error(exc, json_mode)
     except KeyboardInterrupt:
+        from graymatter.faces.cli.exit_codes import EXIT_INTERRUPTED
+
         sys.stderr.write("graymatter: interrupted\n")
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except Exception as exc:
+        return _failed(exc, json_mode)
+
+
+def _failed(exc: Exception, json_mode: bool) -> int:
+    """The exit code (and the one line) of a command that raised ``exc``; called while it is handled.
+
+    The error classes load here, not at start-up: most runs never fail.
+    """
+    from graymatter.errors import GraymatterError
+    from graymatter.faces.cli.exit_codes import EXIT_FAILURE
+
+    if isinstance(exc, GraymatterError):
+        return report_error(exc, json_mode)
+    if isinstance(exc, BrokenPipeError):
         return EXIT_FAILURE
-    except OSError as exc:  # a file the user named (export target, import source, state file) failed
+    if isinstance(exc, OSError):  # a file the user named (export target, import source, state file) failed
         where = f" {exc.filename}" if exc.filename else ""
         return report_error(RuntimeError(f"cannot access{where}: {exc.strerror or exc}"), json_mode)
-    except Exception as exc:
-        if os.environ.get("GRAYMATTER_DEBUG"):
-            raise
-        return report_error(RuntimeError(f"internal error ({type(exc).__name__}): {exc}"), json_mode)
+    if os.environ.get("GRAYMATTER_DEBUG"):
+        raise exc
+    return report_error(RuntimeError(f"internal error ({type(exc).__name__}): {exc}"), json_mode)
 
 
 if __name__ == "__main__":
