@@ -13,6 +13,7 @@ import pytest
 
 from support.env import hermetic_env
 from support.tinyagent_cli import call, reply, scripted_argv, start_cli, write_script
+from tinyagent.resume.journal import load_with_journal
 from tinyagent.trajectory.files import load_trajectory
 
 SUBMIT = reply(call("submit", answer="all done"))
@@ -123,7 +124,7 @@ def test_sigkill_during_a_tool_batch_leaves_the_reply_saved_as_pending(tmp_path:
         proc.kill()
         if sleeper is not None:
             os.killpg(sleeper, signal.SIGKILL)  # a hard kill leaves the command's own group behind
-    trajectory = load_trajectory(out)
+    trajectory = load_with_journal(out)  # the reply went to the pending journal before the tool ran
     assert trajectory.exit_status.value == "Running"
     assert trajectory.totals.steps == 2
     assert [m.role for m in trajectory.messages] == ["system", "user", "assistant", "tool", "assistant"]

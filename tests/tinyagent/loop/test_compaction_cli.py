@@ -17,6 +17,7 @@ from support.env import hermetic_env
 from support.provider_stubs import ProviderStub
 from support.tinyagent_cli import load_json, run_cli, tinyagent_cmd
 from tinyagent.prompts import PENDING_CALL_RESULT, SUMMARY_HEADER
+from tinyagent.resume.journal import load_with_journal
 
 KEYS = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY", "codex": "OPENAI_API_KEY"}
 SUMMARY = "SUMMARY-ONE: echoed one, two and three."
@@ -81,7 +82,7 @@ def test_a_compacted_run_is_killed_and_resumes_from_the_compacted_state(
     assert SUMMARY in requests[4] and "echo one" not in requests[4]  # the compacted view
     assert "echo two" in requests[4] and "echo three" in requests[4]  # the last two turns kept verbatim
 
-    saved = load_json(tmp_path / "run.json")
+    saved = json.loads(load_with_journal(tmp_path / "run.json").model_dump_json())  # the reply is journaled
     assert saved["resume"]["compaction"] == {"version": 1, "summary": SUMMARY, "through": 4, "count": 1}
     assert saved["resume"]["tool_batch_pending"] is True
     assert "echo one" in json.dumps(saved["messages"])  # the full history stays for audit

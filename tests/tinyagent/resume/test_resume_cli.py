@@ -7,6 +7,7 @@ in-package scripted provider where a deterministic cost or a long sleep is neede
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 from support.resume_checkpoints import SECRET, bash_call, executed_markers, submit_call
 from support.resume_workspace import MODEL, TASK, Workspace, load, rewrite, scripted, scripted_requests, usage
 from tinyagent.prompts import CONTINUATION_NOTICE, PENDING_CALL_RESULT
+from tinyagent.resume.journal import load_with_journal
 
 # ------------------------------------------------------------------------------------------------
 # Acceptance: continuation
@@ -72,7 +74,9 @@ def test_resume_sends_restored_context_plus_notice_and_never_replays_tools(
     assert provenance["boundary_messages"] == len(restored)
     assert provenance["boundary_steps"] == before["totals"]["steps"]
     assert after["limits"]["step_limit"] == 4
-    assert after["resume"] == before["resume"]
+    journal = {"name": "continued.json.pending", "run": after["resume"]["journal"]["run"]}
+    assert after["resume"] == {**before["resume"], "journal": journal}  # its own journal, not the source's
+    assert journal["run"] != before["resume"]["journal"]["run"]
 
     # stderr: boundary and previous status, stale-workspace warning, summary with cumulative totals
     assert "previous status StepLimit" in result.stderr
@@ -248,7 +252,10 @@ def test_hard_kill_during_a_tool_batch_leaves_the_reply_saved_as_pending(ws: Wor
     """The crash window is closed: the reply was saved, marked pending, before its tools ran; a plain
     --resume refuses it with its own category, sending nothing and running nothing."""
     source = _kill_during_a_batch(ws, [BLOCKING, AFTER])
-    saved = load(source)
+    on_disk = load(source)  # the last full save, before the second reply; the reply is in the journal
+    assert on_disk["resume"]["tool_batch_pending"] is False
+    assert [c["id"] for m in on_disk["messages"] for c in m["tool_calls"]] == ["call_a"]
+    saved = json.loads(load_with_journal(source).model_dump_json())
     assert saved["exit_status"] == "Running"
     assert saved["resume"]["tool_batch_pending"] is True
     assert [c["id"] for m in saved["messages"] for c in m["tool_calls"]] == ["call_a", "call_b", "call_c"]

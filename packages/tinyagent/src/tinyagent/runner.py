@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from tinyagent.config.settings import Settings
     from tinyagent.mcpclient.hub import McpHub
     from tinyagent.providers.base import Provider
+    from tinyagent.trajectory.files import TrajectoryFile
     from tinyagent.trajectory.models import Limits, Trajectory
     from tinyagent.types import ToolSpec
 
@@ -166,6 +167,17 @@ def limits_from(settings: Settings) -> Limits:
     return Limits.model_validate(settings, from_attributes=True)
 
 
+def _trajectory_file(trajectory: Trajectory, path: str, create_new: bool) -> TrajectoryFile:
+    """The run's output file with its pending journal, named in the trajectory's resume metadata (a
+    resumed run gets its own journal, never its source's)."""
+    from tinyagent.trajectory.files import TrajectoryFile
+
+    save = TrajectoryFile(path, create_new=create_new, journal=True)
+    if trajectory.resume is not None:
+        trajectory.resume = trajectory.resume.model_copy(update={"journal": save.journal_ref})
+    return save
+
+
 def execute(
     trajectory: Trajectory,
     settings: Settings,
@@ -184,7 +196,6 @@ def execute(
     """
     from tinyagent.loop.agent import Agent
     from tinyagent.tools.toolbox import Toolbox
-    from tinyagent.trajectory.files import TrajectoryFile
     from tinyagent.trajectory.models import ExitStatus
     from tinyagent.windows import context_window
 
@@ -200,7 +211,7 @@ def execute(
         provider,
         toolbox,
         stream=settings.stream,
-        save=TrajectoryFile(path, create_new=create_new),
+        save=_trajectory_file(trajectory, path, create_new),
         reporter=reporter,
         stop_on_save_failure=stop_on_save_failure,
         window=context_window(settings.model, settings.context_window),

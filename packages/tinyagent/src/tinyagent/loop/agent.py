@@ -16,9 +16,10 @@ Semantics (aligned with mini-swe-agent, see docs/trajectory.md):
   loop continues; the third consecutive one ends the run with RepeatedFormatError.
 - Saves: the initial state before the first request, after every completed turn (tool batch or
   nudge) with status Running, and at termination; and, synchronously, after a reply with tool calls
-  and before its tools run, marked `resume.tool_batch_pending` (a kill during the batch leaves a file
-  that `--resume` refuses unless `--resume-pending=mark-interrupted`). Every other file ends at a
-  model-query boundary (the resume contract). In fresh mode a
+  and before its tools run: one fdatasynced record in the run's pending journal
+  (`trajectory/journal.py`), or without one a full save marked `resume.tool_batch_pending` (a kill during
+  the batch leaves a reply that `--resume` refuses unless `--resume-pending=mark-interrupted`). Every
+  trajectory file ends at a model-query boundary or at such a pending reply. In fresh mode a
   checkpoint (a snapshot taken at the boundary) is written by one long-lived worker thread while the
   next request is built, sent and answered; it is always finished before the next tool batch, before
   the next save and before the run returns. In resume mode (`stop_on_save_failure`) every save is
@@ -146,7 +147,7 @@ class Agent:
             trajectory.exit_status = status
             trajectory.exit_detail = clean_text(detail) if detail is not None else None
             self._stamp(trajectory, final=True)
-            self._saver.save_now(trajectory)
+            self._saver.save_final(trajectory)
         return trajectory
 
     def request_stop(self, status: ExitStatus = ExitStatus.INTERRUPTED, detail: str = "interrupted") -> None:
@@ -356,7 +357,7 @@ class Agent:
             return True
         self._mark_pending(traj, True)
         self._stamp(traj)
-        return self._saver.save_now(traj, sync_directory=False) or not self._saver.stop_on_failure
+        return self._saver.save_pending(traj) or not self._saver.stop_on_failure
 
     @staticmethod
     def _mark_pending(traj: Trajectory, pending: bool) -> None:

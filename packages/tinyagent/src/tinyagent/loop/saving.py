@@ -35,6 +35,7 @@ class Saver:
         self.saves = 0
         self._worker: _SaveWorker | None = None
         self._pending = False  # a checkpoint was handed to the worker and not yet collected
+        self._journal_failed = False  # once an append failed, pending turns are saved in full
 
     def save_now(self, traj: Trajectory, *, sync_directory: bool = True) -> bool:
         """Synchronous save (after any overlapped one has finished); reports a failure on stderr.
@@ -52,6 +53,51 @@ class Saver:
                 write(encode(traj), sync_directory=False)
             else:
                 self.save(traj)
+            return True
+        except Exception as exc:
+            self._report_failure(exc)
+            return False
+
+    def save_pending(self, traj: Trajectory) -> bool:
+        """Save the reply that ends `traj` before its tools run; False: the save failed (reported).
+
+        With a journal the trajectory names (`resume.journal`), one appended record, fdatasynced; else
+        (or once the journal failed) a synchronous full save, which the caller has marked pending.
+        """
+        self.finish_pending()  # the journal is appended only after the previous full save landed
+        if self.save is None:
+            return True
+        append = getattr(self.save, "append_pending", None)
+        ref = getattr(self.save, "journal_ref", None)
+        if callable(append) and ref is not None and traj.resume is not None and traj.resume.journal == ref:
+            if not self._journal_failed:
+                self.saves += 1
+                try:
+                    append(traj)
+                    return True
+                except Exception as exc:
+                    self._journal_failed = True
+                    journal_error: Exception | None = exc
+            else:
+                journal_error = None
+            ok = self.save_now(traj, sync_directory=False)
+            if ok and journal_error is not None:
+                self.reporter.warning(
+                    f"the pending journal failed ({journal_error}); the whole trajectory is saved before "
+                    "each tool batch instead"
+                )
+            return ok
+        return self.save_now(traj, sync_directory=False)
+
+    def save_final(self, traj: Trajectory) -> bool:
+        """The run's last save (its ending); it also removes the pending journal once it landed."""
+        finish = getattr(self.save, "finish", None)
+        if not callable(finish):
+            return self.save_now(traj)
+        self.finish_pending()
+        self.saves += 1
+        try:
+            finish(traj)
             return True
         except Exception as exc:
             self._report_failure(exc)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from tinyagent.resume.read import file_sha256, read_checkpoint
 from tinyagent.resume.refusal import os_reason, refuse, shown
-from tinyagent.resume.validate import toolset_digest, validate_checkpoint
+from tinyagent.resume.validate import check_checkpoint, parse_checkpoint, toolset_digest
 from tinyagent.trajectory.models import ResumeMetadata, Trajectory
 
 if TYPE_CHECKING:
@@ -29,9 +29,10 @@ class ResumePlan:
 
     source_path: str  # canonical path of the checkpoint (provenance)
     source_sha256: str
-    checkpoint: Trajectory  # validated, exactly as read
+    checkpoint: Trajectory  # validated, as read (with the pending reply its journal held, if any)
     settings: Settings
     output: Path
+    notes: tuple[str, ...] = ()  # printed as warnings (e.g. an incomplete journal record was ignored)
 
 
 def prepare_resume(args: Any, environ: Mapping[str, str] | None = None) -> ResumePlan:
@@ -43,11 +44,12 @@ def prepare_resume(args: Any, environ: Mapping[str, str] | None = None) -> Resum
     output = _check_arguments(args)
     source = Path(os.fspath(args.resume)).expanduser()
     raw = read_checkpoint(source)
-    checkpoint = validate_checkpoint(raw, pending=getattr(args, "resume_pending", None) or "refuse")
+    checkpoint, notes = _checked(source, raw, getattr(args, "resume_pending", None) or "refuse")
     metadata = _metadata(checkpoint)
     cwd = _check_cwd(getattr(args, "cwd", None), metadata.cwd)
     _check_model_and_provider(args, checkpoint)
     output_path = _check_output(source, Path(os.fspath(output)).expanduser())
+    _check_output_journal(source, checkpoint, output_path)
     settings = _resolve_settings(args, checkpoint, cwd, environ)
     _check_instructions(checkpoint, settings)
     if not settings.mcp_servers:  # with MCP servers: checked once they are connected (check_toolset)
@@ -58,7 +60,36 @@ def prepare_resume(args: Any, environ: Mapping[str, str] | None = None) -> Resum
         checkpoint=checkpoint,
         settings=settings,
         output=output_path,
+        notes=tuple(notes),
     )
+
+
+def _checked(source: Path, raw: bytes, pending: str) -> tuple[Trajectory, list[str]]:
+    """`validate_checkpoint` with the checkpoint's pending journal read next to it and folded in."""
+    from tinyagent.resume.journal import fold_journal, read_journal
+
+    checkpoint = parse_checkpoint(raw)
+    notes: list[str] = []
+    journal = read_journal(source, checkpoint)
+    if journal is not None:
+        checkpoint, notes = fold_journal(checkpoint, journal)
+    return check_checkpoint(checkpoint, pending=pending), notes
+
+
+def _check_output_journal(source: Path, checkpoint: Trajectory, output: Path) -> None:
+    """Refuse an -o whose journal would be the checkpoint's own (the checkpoint is never modified)."""
+    from tinyagent.resume.journal import journal_path
+    from tinyagent.trajectory.journal import JOURNAL_SUFFIX
+
+    ref = _metadata(checkpoint).journal
+    if ref is None:
+        return
+    ours = os.path.realpath(output.parent / (output.name + JOURNAL_SUFFIX))
+    if ours == os.path.realpath(journal_path(source, ref)):
+        refuse(
+            "output is the checkpoint",
+            f"-o {output} would reuse the checkpoint's pending journal {ref.name}; choose another -o name",
+        )
 
 
 def _metadata(checkpoint: Trajectory) -> ResumeMetadata:

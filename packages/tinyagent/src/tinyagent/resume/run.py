@@ -104,6 +104,8 @@ def run_resume(args: Any) -> int:
         f"{len(checkpoint.messages)} messages and {checkpoint.totals.steps} steps restored, "
         f"previous status {checkpoint.exit_status.value}; writing {plan.output}"
     )
+    for note in plan.notes:
+        reporter.warning(note)
     reporter.warning(
         "the workspace may have changed since that checkpoint was saved, and effects of commands after "
         "its last save are not recorded; no earlier tool call is run again and the model is asked to "

@@ -34,20 +34,38 @@ PENDING_POLICIES = ("refuse", "mark-interrupted")
 """What `--resume-pending` may ask for a checkpoint saved before its last tool batch ran."""
 
 
-def validate_checkpoint(raw: bytes, *, pending: str = "refuse") -> Trajectory:
+def validate_checkpoint(raw: bytes, *, pending: str = "refuse", journal: bytes | None = None) -> Trajectory:
     """Parse and validate a checkpoint's bytes; return the trajectory or raise `ResumeRefused`.
 
     Pure: no filesystem, network or environment access. Checks, in order: non-empty, size bound,
     UTF-8, strict JSON (no NaN/Infinity, no duplicate keys), format and format version, resume
-    metadata presence and version, schema, eligibility (not a finished run), counters, history
+    metadata presence and version, schema, eligibility (not a finished run), then the pending journal's
+    bytes `journal` when the checkpoint names one (`tinyagent.resume.journal`), then counters, history
     structure, tool-call/result pairing, the compacted view (whole turns) and the tool-set digest.
     A checkpoint whose last tool batch was pending is refused ("pending tool calls") unless `pending`
     is "mark-interrupted".
     """
+    trajectory = parse_checkpoint(raw)
+    assert trajectory.resume is not None  # guaranteed by _check_envelope
+    if journal is not None and trajectory.resume.journal is not None:
+        from tinyagent.resume.journal import fold_journal
+
+        trajectory, _notes = fold_journal(trajectory, journal)
+    return check_checkpoint(trajectory, pending=pending)
+
+
+def parse_checkpoint(raw: bytes) -> Trajectory:
+    """The first half of `validate_checkpoint`: bytes, envelope, schema and eligibility."""
     text = _decode(raw)
     _check_envelope(parse_strict_json(text))
     trajectory = _parse_schema(text)
     _check_eligible(trajectory)
+    return trajectory
+
+
+def check_checkpoint(trajectory: Trajectory, *, pending: str = "refuse") -> Trajectory:
+    """The second half of `validate_checkpoint` (after any journal was folded in): counters, history,
+    the pending refusal, compaction and the tool digest. Returns `trajectory`."""
     _check_counters(trajectory)
     assert trajectory.resume is not None  # guaranteed by _check_envelope
     unanswered = check_history(

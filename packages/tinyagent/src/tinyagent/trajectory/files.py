@@ -6,7 +6,9 @@ file, never a torn one, and nothing is written through a symlink. `load_trajecto
 `MAX_TRAJECTORY_BYTES` (64 MiB) and validates the document against `tinyagent.trajectory.models.Trajectory`.
 
 Fault injection for tests: when the environment variable `TINYAGENT_TEST_FAIL_SAVE` is set to N,
-the N-th save of this process (1-based) and every later one fail with `SaveError`.
+the N-th save of this process (1-based) and every later one fail with `SaveError`; when
+`TINYAGENT_TEST_KILL_AFTER_JOURNAL` is set to N, the process SIGKILLs itself right after its N-th pending
+journal record is durable (the instant before that reply's tools would run).
 """
 
 from __future__ import annotations
@@ -23,11 +25,14 @@ from tinyagent.trajectory.encoding import TrajectoryEncoder, dump_trajectory
 from tinyagent.validation import first_error
 
 if TYPE_CHECKING:
-    from tinyagent.trajectory.models import Trajectory
+    from tinyagent.trajectory.journal import PendingJournal
+    from tinyagent.trajectory.models import JournalRef, Trajectory
 
 FAULT_ENV = "TINYAGENT_TEST_FAIL_SAVE"
+KILL_ENV = "TINYAGENT_TEST_KILL_AFTER_JOURNAL"
 
 _save_count = 0
+_journal_count = 0
 
 
 class LoadError(TinyAgentError, ValueError):
@@ -55,29 +60,84 @@ def _injected_failure() -> bool:
     return threshold > 0 and _save_count >= threshold
 
 
+def _injected_kill() -> None:
+    global _journal_count
+    _journal_count += 1
+    raw = os.environ.get(KILL_ENV)
+    if raw and raw.isdigit() and int(raw) == _journal_count:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 class TrajectoryFile:
     """The agent's `save` for one output file: `file(trajectory)` saves atomically (SaveError).
 
     The two halves are also offered separately so the agent can encode in its own thread (CPU work,
     no contention) and leave only the durable write to its save worker: `write(encode(t))` is
     exactly `file(t)`. Repeated saves of the growing trajectory reuse a `TrajectoryEncoder`.
+    With `journal`, the file also keeps the run's pending journal (`journal_ref` names it; the caller
+    puts it in `resume.journal`): `append_pending` saves a reply before its tools run, and `finish`
+    (the final save) removes the journal.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, create_new: bool = False) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, create_new: bool = False, journal: bool = False
+    ) -> None:
         """`create_new`: the first write must create the file (it never replaces an existing one)."""
         self.path = Path(path)
         self._encoder = TrajectoryEncoder()
         self._must_create = create_new
+        self._journal: PendingJournal | None = None
+        if journal:
+            from tinyagent.trajectory.journal import PendingJournal, journal_ref_for
+
+            self._journal = PendingJournal(self.path, journal_ref_for(self.path))
+
+    @property
+    def journal_ref(self) -> JournalRef | None:
+        """The pending journal this file keeps (None: no journal)."""
+        return self._journal.ref if self._journal is not None else None
 
     def encode(self, trajectory: Trajectory) -> bytes:
         return self._encoder.encode(trajectory)
 
     def write(self, data: bytes, *, sync_directory: bool = True) -> None:
-        """Write encoded bytes atomically (`sync_directory`: see `write_private_atomic`)."""
+        """Write encoded bytes atomically (`sync_directory`: see `write_private_atomic`).
+
+        The journal is created before the first trajectory that names it is written, and emptied
+        when it has grown long (every record in it is now in the trajectory).
+        """
         if _injected_failure():
             raise SaveError(f"injected save failure ({FAULT_ENV})")
+        if self._journal is not None:
+            self._journal.open()
         write_private_atomic(self.path, data, no_clobber=self._must_create, sync_directory=sync_directory)
         self._must_create = False
+        if self._journal is not None:
+            self._journal.folded()
+
+    def append_pending(self, trajectory: Trajectory) -> None:
+        """Save the trajectory's last message (a reply whose tools are about to run) in the journal."""
+        from tinyagent.trajectory.journal import encode_record
+
+        if self._journal is None or self._must_create:  # no journal, or no trajectory on disk yet
+            raise SaveError("no pending journal")
+        if _injected_failure():
+            raise SaveError(f"injected save failure ({FAULT_ENV})")
+        self._journal.append(encode_record(self._journal.ref, trajectory))
+        _injected_kill()
+
+    def finish(self, trajectory: Trajectory) -> None:
+        """The final save; once it landed the journal is removed (else it is kept for --resume)."""
+        try:
+            self.write(self.encode(trajectory))
+        except BaseException:
+            if self._journal is not None:
+                self._journal.close(remove=False)
+            raise
+        if self._journal is not None:
+            self._journal.close(remove=True)
 
     def __call__(self, trajectory: Trajectory) -> None:
         self.write(self.encode(trajectory))

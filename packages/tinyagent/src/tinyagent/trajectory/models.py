@@ -72,6 +72,13 @@ class Compaction(_Model):
     count: int = 1  # compactions of this run so far
 
 
+class JournalRef(_Model):
+    """The run's pending journal (`tinyagent.trajectory.journal`): a file next to the trajectory."""
+
+    name: str  # file name in the trajectory's directory (`<trajectory name>.pending`)
+    run: str  # random id carried by every record; a journal of another run is refused
+
+
 class ResumeMetadata(_Model):
     """What `--resume` needs to decide whether continuing is safe. Never holds credentials or env."""
 
@@ -82,6 +89,7 @@ class ResumeMetadata(_Model):
     toolset_sha256: str  # digest of the canonical JSON of the offered tool specs
     compaction: Compaction | None = None  # the compacted model view, when the run was compacted
     tool_batch_pending: bool = False  # saved after a reply, before its tools ran: their outcome is unknown
+    journal: JournalRef | None = None  # where a reply saved before its tools ran may be (not in this file)
     memory_context: str | None = None  # what --memory found before the first request (ends the prompt)
 
 
