@@ -13,11 +13,19 @@ after an earlier session); and both wired by ``graymatter init``
 (Claude Code's ``MCP_CONNECTION_NONBLOCKING=0``, Codex's ``required = true``), cold. It counts the runs
 whose first model request offered all seven tools and reports the median time from client start to that
 request. A benchmark, not a test: the outcome depends on timing. Needs root (``unshare -n``) and npm.
+
+The hand-wired servers run graymatter from a copy of its source taken when the run starts
+(``PYTHONPATH`` set in the entry's command, since Codex passes a server only a few variables): the warm
+server's key covers every source file's size and mtime, so in a working tree that others edit during the
+run, "warm" would otherwise often meet a new key, that is a cold start (the third run of the previous
+session saw 4 keys). An installed graymatter does not change under its users. The init-wired variants run
+the installed command that ``init`` records. The result reports how many keys were seen (1 expected).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -60,10 +68,23 @@ def _gate() -> Any:
     return clients, session
 
 
-def _start_warm_server(shared_tmp: Path) -> None:
+def _freeze_source(shared_tmp: Path) -> Path:
+    """A copy of graymatter's source for this run's hand-wired servers (see the module docstring)."""
+    frozen = shared_tmp / "graymatter-src"
+    source = REPO_ROOT / "packages" / "graymatter" / "src"
+    shutil.copytree(source, frozen, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    return frozen
+
+
+def _start_warm_server(shared_tmp: Path, frozen: Path) -> None:
     """Start graymatter's warm MCP server for ``TMPDIR=shared_tmp``: one short ``mcp serve`` launches it."""
     _, session = _gate()
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(shared_tmp), "TMPDIR": str(shared_tmp)}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(shared_tmp),
+        "TMPDIR": str(shared_tmp),
+        "PYTHONPATH": str(frozen),
+    }
     store = shared_tmp / "prime-store"
     subprocess.run(
         [session.GRAYMATTER, "--dir", str(store), "mcp", "serve"],
@@ -95,7 +116,7 @@ def _stop_warm_servers(shared_tmp: Path) -> None:
             continue
 
 
-def _one_run(variant: Variant, root: Path, shared_tmp: Path) -> dict[str, Any]:
+def _one_run(variant: Variant, root: Path, shared_tmp: Path, frozen: Path) -> dict[str, Any]:
     clients, session = _gate()
     client = clients.CLIENTS[variant.client]
     if variant.server == "warm":  # both clients pass TMPDIR to the server: the warm server's socket is there
@@ -107,9 +128,10 @@ def _one_run(variant: Variant, root: Path, shared_tmp: Path) -> dict[str, Any]:
     if variant.wiring == "init":
         session.wire_with_init(client, layout)
     else:
-        command = session.server_command(layout)
+        settings = [f"PYTHONPATH={frozen}"]
         if variant.server == "off":  # how every server started before the warm server existed
-            command = ["/usr/bin/env", "GRAYMATTER_MCP_WARM=0", *command]
+            settings.append("GRAYMATTER_MCP_WARM=0")
+        command = ["/usr/bin/env", *settings, *session.server_command(layout)]
         session.wire_by_hand(client, layout, command, required=False)
     started = time.time()
     run = session.run_client(client, layout, [], timeout=120, tag="race")
@@ -138,18 +160,18 @@ def run(quick: bool) -> dict[str, Any]:
     loads: dict[str, tuple[float, float, float]] = {"before": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="race-") as shared:
         shared_tmp = Path(shared)
+        frozen = _freeze_source(shared_tmp)
         busy = [subprocess.Popen([sys.executable, "-c", "while 1: pass"]) for _ in range(2)]
         try:
-            _start_warm_server(shared_tmp)
+            _start_warm_server(shared_tmp, frozen)
             time.sleep(2)  # let the busy loops settle on the cores
             loads["busy"] = os.getloadavg()
             for _ in range(runs):
                 for variant in VARIANTS:
                     with tempfile.TemporaryDirectory(prefix="client-race-") as tmp:
-                        outcomes[variant.label].append(_one_run(variant, Path(tmp), shared_tmp))
+                        outcomes[variant.label].append(_one_run(variant, Path(tmp), shared_tmp, frozen))
             loads["after"] = os.getloadavg()
-            # one socket per code fingerprint: more than one means graymatter's sources changed mid-run
-            # (a shared working tree), so later "warm" runs met a cold, restarted warm server
+            # one socket per code fingerprint: more than one would mean the frozen copy changed mid-run
             warm_keys = len(list(shared_tmp.glob(f"graymatter-{os.getuid()}/mcp-*.sock")))
         finally:
             for process in busy:
