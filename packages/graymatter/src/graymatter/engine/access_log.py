@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import datetime
 
 from graymatter.errors import GraymatterError
@@ -44,13 +45,15 @@ class AccessLog:
         with self._lock:
             if self._closed:
                 return
+            idle = not self._pending
             for fact_id in fact_ids:
                 self._pending[fact_id] = self._pending.get(fact_id, 0) + 1
             self._latest = at if self._latest is None else max(self._latest, at)
             if self._worker is None:
                 self._worker = threading.Thread(target=self._run, name="graymatter-access", daemon=True)
                 self._worker.start()
-            self._wake.notify()
+            if idle or len(self._pending) >= self._max_pending:
+                self._wake.notify()  # only a waiting worker or a full queue needs it: the delay stands
 
     def flush(self) -> None:
         """Write everything queued so far (in the caller's thread); errors are logged, never raised."""
@@ -83,6 +86,10 @@ class AccessLog:
                     self._wake.wait()
                 if self._closed:
                     return
-                if len(self._pending) < self._max_pending:
-                    self._wake.wait(self._delay_s)
+                deadline = time.monotonic() + self._delay_s
+                while not self._closed and len(self._pending) < self._max_pending:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._wake.wait(remaining)
             self.flush()

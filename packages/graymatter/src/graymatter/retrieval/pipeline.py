@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
 from graymatter.models import Fact, SignalWeights, default_weights
@@ -123,8 +123,43 @@ def keyword_terms(
     return select_terms(terms, frequencies, max_terms, max_postings)
 
 
+class _RecallReads:
+    """The store as one recall sees it: facts read once are not read again (``get_facts``), and the rank
+    columns of facts already read come from them (``rank_info``); everything else goes to the store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._facts: dict[str, Fact | None] = {}
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """``Store.get_facts``, each id asked of the store at most once per recall."""
+        ids = list(dict.fromkeys(fact_ids))
+        missing = [fid for fid in ids if fid not in self._facts]
+        if missing:
+            self._facts.update(dict.fromkeys(missing))
+            self._facts.update((fact.id, fact) for fact in self._store.get_facts(missing))
+        return [fact for fid in ids if (fact := self._facts[fid]) is not None]
+
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """``Store.rank_info``, answered from the facts already read where it can be."""
+        ids = list(dict.fromkeys(fact_ids))
+        rest = self._store.rank_info([fid for fid in ids if fid not in self._facts])
+        out: dict[str, tuple[datetime, str]] = {}
+        for fid in ids:
+            if fid not in self._facts:
+                if fid in rest:
+                    out[fid] = rest[fid]
+            elif (fact := self._facts[fid]) is not None and fact.live and fact.kind == "fact":
+                out[fid] = (fact.created_at, fact.confidence)
+        return out
+
+
 def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | None = None) -> RecallOutcome:
     """Rank the facts of ``request.agent_ids`` for ``request.query``. Read-only."""
+    vector_store, store = store, cast(Store, _RecallReads(store))
     confidences = allowed_confidences(request.min_confidence)
     agent_ids = list(dict.fromkeys(request.agent_ids))
     pool = max(request.candidate_pool, request.top_k)
@@ -136,7 +171,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     if embedder is not None and request.query.strip() and weights.vector > 0:
         vector_job = _workers().submit(
             _vector_candidates,
-            store,
+            vector_store,
             embedder,
             request.query,
             agent_ids,

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from graymatter.store.base import Confidences, ScoredId
-from graymatter.store.fts import FTS_TOKENIZER
+from graymatter.store.fts import FtsTokenizer
 from graymatter.store.rows import searchable_terms
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import DIALECT, chunks, placeholders
@@ -28,52 +28,31 @@ def fts_match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + _fts_safe(term) + '"' for term in terms)
 
 
-def _stems(c: sqlite3.Connection, terms: Sequence[str]) -> dict[int, list[str]]:
-    """The stems of each term (by 1-based position), from the connection's query tokenizer table."""
-    c.execute("DELETE FROM temp.gm_qtok")
-    c.executemany(
-        "INSERT INTO temp.gm_qtok(rowid, t) VALUES (?, ?)", [(i + 1, t) for i, t in enumerate(terms)]
-    )
-    stems: dict[int, list[str]] = {}
-    for term, doc in c.execute("SELECT term, doc FROM temp.gm_qtok_vocab").fetchall():
-        stems.setdefault(int(doc), []).append(term)
-    c.execute("DELETE FROM temp.gm_qtok")
-    return stems
+_TOKENIZER = FtsTokenizer()
+"""The index's tokenizer run in process (with its cache): query terms are stemmed without a statement."""
 
 
 class SQLiteKeywordSearch(SQLiteConnections):
     """The full-text half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
-    def _query_tokenizer(self, c: sqlite3.Connection) -> None:
-        if getattr(self._local, "qtok", False):
-            return
-        c.execute(
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.gm_qtok USING fts5(t, tokenize='{FTS_TOKENIZER}')"
-        )
-        c.execute(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.gm_qtok_vocab USING fts5vocab(temp, gm_qtok, 'instance')"
-        )
-        self._local.qtok = True
-
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """Number of live facts containing each (normalised, unstemmed) term, as the index sees it."""
+        """Number of live facts containing each (normalised, unstemmed) term, as the index sees it: the
+        smallest document frequency among the term's stems (one statement for all of them)."""
         unique = list(dict.fromkeys(terms))
         if not unique:
             return {}
+        stems = dict(zip(unique, _TOKENIZER.stems(unique), strict=True))
+        wanted = list(dict.fromkeys(stem for group in stems.values() for stem in group))
 
         def work(c: sqlite3.Connection) -> dict[str, int]:
-            self._query_tokenizer(c)
-            stems = _stems(c, unique)
-            result: dict[str, int] = {}
-            for i, term in enumerate(unique):
-                counts = []
-                for stem in stems.get(i + 1, []):
-                    row = c.execute("SELECT doc FROM facts_vocab WHERE term = ?", (stem,)).fetchone()
-                    counts.append(int(row[0]) if row else 0)
-                result[term] = min(counts) if counts else 0
-            return result
+            counts: dict[str, int] = {}
+            for chunk in chunks(wanted):
+                sql = f"SELECT term, doc FROM facts_vocab WHERE term IN ({placeholders(len(chunk))})"
+                counts.update((str(term), int(doc)) for term, doc in c.execute(sql, list(chunk)))
+            return counts
 
-        return self._read(work)
+        counts = self._read(work) if wanted else {}
+        return {term: min((counts.get(s, 0) for s in group), default=0) for term, group in stems.items()}
 
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
@@ -93,24 +72,18 @@ class SQLiteKeywordSearch(SQLiteConnections):
 def _ranked_matches(
     c: sqlite3.Connection, match: str, where: str, filters: list[Any], limit: int
 ) -> list[tuple[str, float]]:
-    """``(fact id, bm25)`` best first: ranked inside FTS5 first (no per-match join), then filtered."""
+    """``(fact id, bm25)`` best first: ranked inside FTS5 first (no per-match join), the cut's rows looked up
+    by rowid and filtered in the same statement (a row outside the namespace comes back without an id)."""
     inner_limit = max(2 * limit, 50)
     inner = c.execute(
-        "SELECT rowid, bm25(facts_fts) AS s FROM facts_fts WHERE facts_fts MATCH ? ORDER BY s, rowid LIMIT ?",
-        (match, inner_limit),
+        "SELECT f.id, m.s, f.created_at FROM (SELECT rowid, bm25(facts_fts) AS s FROM facts_fts "
+        "WHERE facts_fts MATCH ? ORDER BY s, rowid LIMIT ?) AS m "
+        f"LEFT JOIN facts f ON f.rowid = m.rowid AND {where}",
+        [match, inner_limit, *filters],
     ).fetchall()
     if not inner:
         return []
-    score = dict(inner)
-    ranked: list[tuple[float, int, str]] = []
-    for chunk in chunks(list(score)):
-        for rowid, fact_id, created in c.execute(
-            "SELECT f.rowid, f.id, f.created_at FROM facts f NOT INDEXED "
-            f"WHERE f.rowid IN ({placeholders(len(chunk))}) AND {where}",
-            [*chunk, *filters],
-        ).fetchall():
-            ranked.append((score[rowid], created, fact_id))
-    ranked.sort()
+    ranked = sorted((score, created, fact_id) for fact_id, score, created in inner if fact_id is not None)
     # Answer from the FTS5 cut unless it was full and too few of its rows belong to the namespace.
     # Every fact scoring better than the cut is in it; facts tied with the cut's last score are
     # admitted in insertion (rowid) order, which is deterministic and never reorders the list.
