@@ -132,6 +132,8 @@ def _systems(task: str) -> list[tuple[str, Build]]:
             ("  ablation: no conversation context", _graymatter(task, context_weight=0.0)),
         ]
     rows += [
+        ("  ablation: no coverage re-scoring", _graymatter(task, coverage_weight=0.0)),
+        ("  ablation: no temporal intent", _graymatter(task, temporal_weight=0.0)),
         ("  ablation: no phrase bonus", _graymatter(task, phrase_weight=0.0)),
         ("  ablation: strict recency ranks", _graymatter(task, recency_resolution_s=0.0)),
         ("  ablation: recency weight 0", _graymatter(task, weights=SignalWeights(recency=0.0))),

@@ -4,6 +4,13 @@
 ``final = fused × (1 + confidence_weight × c)`` with c = +1 verified, 0 inferred, -1 unverified.
 Results are in a total order: final score desc, then ``created_at`` asc (oldest first), then id asc.
 
+Recency never outvotes evidence. When a relevance signal (keyword or vector) ranked the candidates, the
+recency signal casts no vote of its own: it orders equally strong keyword matches (scores within
+``NEAR_TIE`` of the best of their tier), newest first at the recency resolution, and that order is the
+keyword rank (:func:`evidence_order`). A fact that matches more of the query is never ranked below a
+weaker match because it is older. Without a relevance signal (an empty query, recency-only weights) the
+recency rank votes as before, so a session-start window is still the newest facts.
+
 Scoring needs only ranks, ``created_at`` and the confidence label, so :func:`order` works on light
 :class:`Scored` rows and :func:`select` loads full facts lazily, best first, only until ``top_k``
 distinct texts are found: a recall decodes about ``top_k`` facts instead of its whole pool.
@@ -17,6 +24,9 @@ from datetime import datetime
 
 from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.models import Fact, SignalWeights
+
+NEAR_TIE = 0.1
+"""Keyword scores within this share of their tier's best are equally strong evidence: recency orders them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,3 +173,39 @@ def select(
             if len(unique) >= top_k:
                 return unique
     return unique
+
+
+def evidence_order(
+    scores: Mapping[str, float],
+    created: Mapping[str, datetime],
+    *,
+    newest_first: bool,
+    near_tie: float = NEAR_TIE,
+    resolution_s: float = 3600.0,
+) -> list[str]:
+    """Ids of ``scores`` best first (ties: oldest first, then id); with ``newest_first``, equally strong
+    scores are ordered by age instead.
+
+    Tiers are formed best first: a score below ``(1 - near_tie)`` x its tier's best starts a new tier.
+    Inside a tier, facts written within ``resolution_s`` of each other keep their score order, and an
+    older group follows a newer one. Tiers never mix, so a stronger match always stays ahead.
+    """
+    ordered = sorted(scores, key=lambda fid: (-scores[fid], created[fid], fid))
+    if not newest_first or near_tie <= 0:
+        return ordered
+    tiers: list[list[str]] = []
+    for fid in ordered:
+        if not tiers or scores[fid] < (1.0 - near_tie) * scores[tiers[-1][0]]:
+            tiers.append([])
+        tiers[-1].append(fid)
+    out: list[str] = []
+    for tier in tiers:
+        group: dict[str, int] = {}
+        newest: float | None = None
+        for fid in sorted(tier, key=lambda f: -created[f].timestamp()):
+            moment = created[fid].timestamp()
+            if newest is None or newest - moment > resolution_s:
+                newest = moment
+            group[fid] = -int(newest * 1000)
+        out.extend(sorted(tier, key=lambda f: group[f]))  # stable: score order inside a group
+    return out

@@ -23,7 +23,7 @@ from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
 from graymatter.models import Fact, SignalWeights, default_weights
-from graymatter.retrieval.fusion import Fused, order, select
+from graymatter.retrieval.fusion import Fused, evidence_order, order, select
 from graymatter.retrieval.keyword import (
     CONTEXT_MAX_GAP_S,
     CONTEXT_SOURCES,
@@ -37,6 +37,7 @@ from graymatter.retrieval.keyword import (
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
 from graymatter.retrieval.relevance import relevance, word_groups
+from graymatter.retrieval.rescore import COVERAGE_WEIGHT, TEMPORAL_WEIGHT, rescore
 from graymatter.store.base import Store
 
 
@@ -75,6 +76,8 @@ class RecallRequest:
     context_sources: int = CONTEXT_SOURCES
     context_max_gap_s: float = CONTEXT_MAX_GAP_S
     min_vector_similarity: float = DEFAULT_MIN_VECTOR_SIMILARITY
+    coverage_weight: float = COVERAGE_WEIGHT
+    temporal_weight: float = TEMPORAL_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,8 @@ def _keyword_signal(
         context_window=request.context_window,
         context_sources=request.context_sources,
     )
-    return terms, evidence
+    weights = (request.coverage_weight, request.temporal_weight)
+    return terms, rescore(store, request.query, groups, evidence, *weights)
 
 
 def _signal_ranks(
@@ -276,20 +280,21 @@ def _signal_ranks(
     recent: set[str],
 ) -> tuple[dict[str, tuple[int, int, int]], dict[str, int]]:
     """Per member ``(keyword, vector, recency)`` ranks (0 = absent), and the keyword ranks alone."""
-    # Recency ranks place each fact in the agent's recent timeline: the newest facts take their ranks
-    # even when they are not returned, so a relevant fact's recency rank reflects how much was written
-    # after it, not only how many other matches are newer.
+    # With a relevance signal, recency casts no vote: it orders equally strong keyword matches, newest
+    # first (fusion.evidence_order), so it never outvotes evidence. Without one (empty query, recency-only
+    # weights) it ranks the recent timeline exactly: the sliding window.
     timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent}
     created = {fid: row[0] for fid, row in info.items() if fid in members}
-    keyword_order = sorted(
-        (fid for fid in keyword_score if fid in created),
-        key=lambda fid: (-keyword_score[fid], created[fid], fid),
+    evidence = {fid: keyword_score[fid] for fid in keyword_score if fid in created}
+    newest_first = request.weights.recency > 0  # recency orders equally strong matches (see fusion)
+    keyword_order = evidence_order(
+        evidence, created, newest_first=newest_first, resolution_s=request.recency_resolution_s
     )
     keyword_rank = {fid: i + 1 for i, fid in enumerate(keyword_order)}
     vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in created)}
-    recency_rank = recency_ranks(
-        timeline, resolution_s=request.recency_resolution_s, exact=not keyword_rank and not vector_rank
-    )
+    relevance_ranked = bool(keyword_rank or vector_rank)
+    resolution = request.recency_resolution_s
+    recency_rank = {} if relevance_ranked else recency_ranks(timeline, resolution_s=resolution, exact=True)
     ranks = {
         fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in created
     }
