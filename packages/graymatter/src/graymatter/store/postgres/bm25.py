@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -13,45 +10,134 @@ import psycopg
 from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres.connection import PostgresConnections
-from graymatter.store.postgres.rows import DIALECT, one
-from graymatter.store.postgres.tokenizer import clip_lexeme, tsquery_literal, tsquery_phrase
+from graymatter.store.postgres.rows import DIALECT
+from graymatter.store.postgres.tokenizer import clip_lexeme
 from graymatter.store.rows import searchable_terms
 
 BM25_K1 = 1.2
 BM25_B = 0.75
 
-# All float8 (a bare 0.75 would be numeric): the same IEEE operations, in FTS5's order.
-_WORD_SQL = (
-    "WITH q AS (SELECT * FROM unnest(%s::text[], %s::float8[]) WITH ORDINALITY AS q(stem, idf, i))"
-    " SELECT p.fact_id, sum(q.idf * ((p.tf::float8 * "
+# All float8 (a bare 0.75 would be numeric): the same IEEE operations, in FTS5's order. The corpus totals,
+# the document frequencies and the idf (ln is the C library's log, as Python's math.log) are computed in the
+# same statement as the scores, so one statement reads one snapshot and costs one round trip.
+_IDF_SQL = (
+    "CASE WHEN ln(((n.docs - d.df)::float8 + 0.5::float8) / (d.df::float8 + 0.5::float8)) > 0"
+    " THEN ln(((n.docs - d.df)::float8 + 0.5::float8) / (d.df::float8 + 0.5::float8)) ELSE 1e-6::float8 END"
+)
+_CORPUS_CTE = (
+    "n AS (SELECT coalesce(sum(docs), 0)::bigint AS docs, coalesce(sum(tokens), 0)::bigint AS tokens"
+    " FROM gm_fts_stats)"
+)
+WORD_CTE = (
+    f"WITH {_CORPUS_CTE},"
+    " d AS (SELECT term, sum(df)::bigint AS df FROM gm_terms WHERE term = ANY(%s) GROUP BY term),"
+    f" q AS (SELECT u.stem, u.i, {_IDF_SQL} AS idf,"
+    " CASE WHEN n.tokens = 0 THEN 1::float8 ELSE n.tokens::float8 / n.docs::float8 END AS avgdl"
+    " FROM unnest(%s::text[]) WITH ORDINALITY AS u(stem, i) JOIN d ON d.term = u.stem CROSS JOIN n"
+    " WHERE n.docs > 0 AND d.df > 0),"
+    " hits AS (SELECT p.fact_id, sum(q.idf * ((p.tf::float8 * "
     f"{BM25_K1 + 1.0!r}::float8) / (p.tf::float8 + {BM25_K1!r}::float8 * "
-    f"(1::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * p.doc_len::float8 / %s::float8)))"
+    f"(1::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * p.doc_len::float8 / q.avgdl)))"
     " ORDER BY q.i) AS s,"
-    " min(p.created_at) AS created"
+    " min(p.created_at) AS created, min(p.confidence) AS confidence"
     " FROM q JOIN gm_postings p ON p.term = q.stem"
     " WHERE p.agent_id = ANY(%s){confidence}"
-    " GROUP BY p.fact_id ORDER BY s DESC, created, p.fact_id LIMIT %s"
+    " GROUP BY p.fact_id ORDER BY s DESC, created, p.fact_id LIMIT %s)"
 )
-_PHRASE_SQL = (
-    "SELECT f.id, f.created_at, f.doc_len, u.lexeme, u.positions FROM gm_facts f"
-    " CROSS JOIN LATERAL unnest(f.tsv) AS u"
-    " WHERE f.tsv @@ %s::tsquery AND f.agent_id = ANY(%s){confidence} AND u.lexeme = ANY(%s)"
-)
-
-Group = tuple[list[str], str, int]  # stems of one query term, its tsquery, its document frequency
+_WORD_SQL = WORD_CTE + " SELECT fact_id, s, created, confidence FROM hits ORDER BY s DESC, created, fact_id"
 
 
-def idf(docs: int, hits: int) -> float:
-    """FTS5's BM25 idf: ln((N - n + 0.5) / (n + 0.5)), floored at 1e-6."""
-    value = math.log((docs - hits + 0.5) / (hits + 0.5))
-    return value if value > 0 else 1e-6
-
-
-def _corpus(c: psycopg.Connection[Any]) -> tuple[int, int]:
-    docs, tokens = one(
-        c.execute("SELECT sum(docs)::bigint, sum(tokens)::bigint FROM gm_fts_stats").fetchone()
+def _group_rows(i: int, size: int) -> str:
+    """Per fact (of every namespace) holding the ``size`` stems of group ``i``: how often they stand
+    adjacent, in order."""
+    joins = "".join(
+        f" JOIN gm_postings p{k} ON p{k}.term = %s"
+        f" AND p{k}.agent_id = p1.agent_id AND p{k}.fact_id = p1.fact_id"
+        for k in range(2, size + 1)
     )
-    return int(docs or 0), int(tokens or 0)
+    adjacent = " AND ".join(f"x + {k - 1} = ANY(p{k}.positions)" for k in range(2, size + 1))
+    return (
+        f"SELECT {i} AS i, p1.agent_id, p1.fact_id, p1.doc_len, p1.created_at, p1.confidence,"
+        f" (SELECT count(*) FROM unnest(p1.positions) AS x WHERE {adjacent})::int AS tf"
+        f" FROM gm_postings p1{joins} WHERE p1.term = %s"
+    )
+
+
+def _phrase_ctes(groups: Sequence[Sequence[str]], agent_ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """``WITH n, g, d, q``: per (group, fact) term frequencies (phrases from the positions in the postings,
+    in every namespace; single stems in ``agent_ids``), each group's document frequency (a phrase's over
+    every namespace, as FTS5 counts it; a single stem's from ``gm_terms``) and its idf."""
+    parts: list[str] = []
+    params: list[Any] = []
+    singles: list[tuple[int, str]] = []
+    for i, group in enumerate(groups, start=1):
+        if len(group) == 1:
+            singles.append((i, group[0]))
+            continue
+        params.extend([*group[1:], group[0]])
+        parts.append(_group_rows(i, len(group)))
+    single_ids, single_stems = [i for i, _ in singles], [t for _, t in singles]
+    if singles:
+        parts.append(
+            "SELECT s.i, p.agent_id, p.fact_id, p.doc_len, p.created_at, p.confidence,"
+            " cardinality(p.positions) AS tf FROM unnest(%s::int[], %s::text[]) AS s(i, stem)"
+            " JOIN gm_postings p ON p.term = s.stem WHERE p.agent_id = ANY(%s)"
+        )
+        params.extend([single_ids, single_stems, list(agent_ids)])
+    params.extend([single_ids, single_stems, single_ids])
+    ctes = (
+        f"WITH {_CORPUS_CTE}, g AS ({' UNION ALL '.join(parts)}),"
+        " d AS (SELECT i, count(*)::bigint AS df FROM g WHERE tf > 0 AND i <> ALL(%s::int[]) GROUP BY i"
+        "  UNION ALL SELECT s.i, sum(t.df)::bigint FROM unnest(%s::text[]) WITH ORDINALITY AS u(stem, o)"
+        "  JOIN unnest(%s::int[]) WITH ORDINALITY AS s(i, o) USING (o)"
+        "  JOIN gm_terms t ON t.term = u.stem GROUP BY s.i),"
+        f" q AS (SELECT d.i, {_IDF_SQL} AS idf,"
+        " CASE WHEN n.tokens = 0 THEN 1::float8 ELSE n.tokens::float8 / n.docs::float8 END AS avgdl"
+        " FROM d CROSS JOIN n WHERE n.docs > 0 AND d.df > 0)"
+    )
+    return ctes, params
+
+
+_PHRASE_PART = (
+    f"q.idf * ((g.tf::float8 * {BM25_K1 + 1.0!r}::float8) / (g.tf::float8 + {BM25_K1!r}::float8 * "
+    f"(1::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * g.doc_len::float8 / q.avgdl)))"
+)
+_PHRASE_FROM = (
+    " FROM g JOIN q ON q.i = g.i WHERE g.tf > 0 AND g.agent_id = ANY(%s){confidence} GROUP BY g.fact_id"
+)
+
+
+def phrase_query(
+    groups: Sequence[Sequence[str]], agent_ids: Sequence[str], limit: int, confidences: Confidences
+) -> tuple[str, list[Any]]:
+    """One statement scoring terms some of which are phrases: BM25 summed in query-term order, as for words
+    (rows: fact id, score, created_at, confidence)."""
+    ctes, params = _phrase_ctes(groups, agent_ids)
+    params.append(list(agent_ids))
+    clause = DIALECT.restrict("g.confidence", confidences, params)
+    params.append(limit)
+    query = (
+        f"{ctes} SELECT g.fact_id, sum({_PHRASE_PART} ORDER BY g.i) AS s, min(g.created_at) AS created,"
+        f" min(g.confidence){_PHRASE_FROM.format(confidence=clause)}"
+        " ORDER BY s DESC, created, g.fact_id LIMIT %s"
+    )
+    return query, params
+
+
+def phrase_parts_query(
+    groups: Sequence[Sequence[str]], agent_ids: Sequence[str], confidences: Confidences
+) -> tuple[str, list[Any]]:
+    """Like :func:`phrase_query`, unsummed and unlimited: per matching fact its created_at, confidence, and
+    each matching group's (1-based index, BM25 part), so the score of any subset of the groups, summed in
+    its order, is the one :func:`phrase_query` gives for that subset."""
+    ctes, params = _phrase_ctes(groups, agent_ids)
+    params.append(list(agent_ids))
+    clause = DIALECT.restrict("g.confidence", confidences, params)
+    query = (
+        f"{ctes} SELECT g.fact_id, min(g.created_at), min(g.confidence), array_agg(g.i ORDER BY g.i),"
+        f" array_agg({_PHRASE_PART} ORDER BY g.i){_PHRASE_FROM.format(confidence=clause)}"
+    )
+    return query, params
 
 
 def _stem_frequencies(c: psycopg.Connection[Any], stems: Sequence[str]) -> dict[str, int]:
@@ -63,104 +149,27 @@ def _stem_frequencies(c: psycopg.Connection[Any], stems: Sequence[str]) -> dict[
     return {r[0]: int(r[1]) for r in rows}
 
 
-def _phrase_groups(c: psycopg.Connection[Any], groups: list[list[str]]) -> list[Group]:
-    """Each term's stems, tsquery and document frequency; terms no live fact contains are dropped."""
-    queries = [tsquery_phrase(g) if len(g) > 1 else tsquery_literal(g) for g in groups]
-    singles = _stem_frequencies(c, sorted({g[0] for g in groups if len(g) == 1}))
-    frequencies = []
-    for group, query in zip(groups, queries, strict=True):
-        if len(group) == 1:
-            frequencies.append(singles.get(group[0], 0))
-        else:
-            hits = one(
-                c.execute("SELECT count(*) FROM gm_facts WHERE tsv @@ %s::tsquery", (query,)).fetchone()
-            )
-            frequencies.append(int(hits[0]))
-    return [(g, q, n) for g, q, n in zip(groups, queries, frequencies, strict=True) if n > 0]
+def word_params(
+    stems: Sequence[str], agent_ids: Sequence[str], limit: int, confidences: Confidences
+) -> tuple[str, list[Any]]:
+    """The confidence clause and parameters of :data:`WORD_CTE`."""
+    params: list[Any] = [sorted(set(stems)), list(stems), list(agent_ids)]
+    clause = DIALECT.restrict("p.confidence", confidences, params)
+    params.append(limit)
+    return clause, params
 
 
-def _phrase_score(
-    places: dict[str, set[int]], doc_len: int, live: list[Group], docs: int, avgdl: float
-) -> float | None:
-    """The fact's BM25 over the terms (phrases counted where their stems stand adjacent), or ``None``."""
-    score = 0.0
-    matched = False
-    for group, _, hits in live:
-        first = places.get(group[0], set())
-        tf = sum(1 for p in first if all(p + k in places.get(s, ()) for k, s in enumerate(group) if k))
-        if tf:
-            matched = True
-            norm = 1 - BM25_B + BM25_B * doc_len / avgdl
-            score += idf(docs, hits) * ((tf * (BM25_K1 + 1.0)) / (tf + BM25_K1 * norm))
-    return score if matched else None
-
-
-@dataclass(frozen=True, slots=True)
-class _Search:
-    """One keyword search: where it looks, how many it returns, and the corpus statistics."""
-
-    agent_ids: Sequence[str]
-    limit: int
-    confidences: Confidences
-    docs: int
-    tokens: int
-
-
-def _phrase_search(c: psycopg.Connection[Any], groups: list[list[str]], search: _Search) -> list[ScoredId]:
-    """BM25 where some query terms are phrases (adjacent stems, in order), scored like FTS5."""
-    docs, tokens = search.docs, search.tokens
-    live = _phrase_groups(c, groups)
-    if not live:
-        return []
-    params: list[Any] = [" | ".join(f"({q})" for _, q, _ in live), list(search.agent_ids)]
-    clause = DIALECT.restrict("f.confidence", search.confidences, params)
-    params.append(sorted({s for g, _, _ in live for s in g}))
-    found: dict[str, tuple[datetime, int, dict[str, set[int]]]] = {}
-    for fact_id, created, doc_len, lexeme, positions in c.execute(
-        _PHRASE_SQL.format(confidence=clause), params
-    ).fetchall():
-        entry = found.setdefault(fact_id, (created, doc_len, {}))
-        entry[2][lexeme] = set(positions or ())
-    avgdl = tokens / docs
-    scored = []
-    for fact_id, (created, doc_len, places) in found.items():
-        score = _phrase_score(places, doc_len, live, docs, avgdl)
-        if score is not None:
-            scored.append((-score, created, fact_id))
-    scored.sort()
-    return [ScoredId(fid, -neg) for neg, _, fid in scored[: search.limit]]
-
-
-def _word_search(c: psycopg.Connection[Any], stems: list[str], search: _Search) -> list[ScoredId]:
-    """BM25 of single-word terms, summed in SQL over the covering postings index."""
-    docs, tokens = search.docs, search.tokens
-    frequencies = _stem_frequencies(c, sorted(set(stems)))
-    present = [s for s in stems if frequencies.get(s, 0) > 0]
-    if not present:
-        return []
-    weights = [idf(docs, frequencies[s]) for s in present]
-    params: list[Any] = [present, weights, tokens / docs if tokens else 1.0, list(search.agent_ids)]
-    clause = DIALECT.restrict("p.confidence", search.confidences, params)
-    params.append(search.limit)
-    rows = c.execute(_WORD_SQL.format(confidence=clause), params).fetchall()
-    return [ScoredId(r[0], float(r[1])) for r in rows]
-
-
-def _search(
+def _word_search(
     c: psycopg.Connection[Any],
-    groups: list[list[str]],
+    stems: list[str],
     agent_ids: Sequence[str],
     limit: int,
     confidences: Confidences,
 ) -> list[ScoredId]:
-    """Phrase scoring when any term is a phrase, else the postings path; nothing on an empty corpus."""
-    docs, tokens = _corpus(c)
-    if docs <= 0:
-        return []
-    search = _Search(agent_ids, limit, confidences, docs, tokens)
-    if any(len(g) > 1 for g in groups):
-        return _phrase_search(c, groups, search)
-    return _word_search(c, [g[0] for g in groups], search)
+    """BM25 of single-word terms, summed in SQL over the covering postings index (one statement)."""
+    clause, params = word_params(stems, agent_ids, limit, confidences)
+    rows = c.execute(_WORD_SQL.format(confidence=clause), params).fetchall()
+    return [ScoredId(r[0], float(r[1])) for r in rows]
 
 
 class PostgresKeywordSearch(PostgresConnections):
@@ -187,10 +196,15 @@ class PostgresKeywordSearch(PostgresConnections):
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
-        """FTS5's BM25 computed here: postings for single words, tsvector positions for phrases."""
+        """FTS5's BM25 computed here, in one statement: postings for words, their positions for phrases."""
         # FTS5 scores every query phrase separately, even two terms with one stem: keep duplicates.
         kept = searchable_terms(terms, agent_ids, limit, confidences)
         groups = [g for g in (self._term_stems([t])[t] for t in kept) if g]
         if not groups:
             return []
-        return self._snapshot_read(lambda c: _search(c, groups, agent_ids, limit, confidences))
+        if any(len(g) > 1 for g in groups):
+            query, params = phrase_query(groups, agent_ids, limit, confidences)
+            rows = self._read(lambda c: c.execute(query, params).fetchall())
+            return [ScoredId(r[0], float(r[1])) for r in rows]
+        stems = [g[0] for g in groups]
+        return self._read(lambda c: _word_search(c, stems, agent_ids, limit, confidences))

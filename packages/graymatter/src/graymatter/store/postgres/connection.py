@@ -97,6 +97,8 @@ class PostgresConnections:
         self._timeout = timeout
         self._away = False
         """Set when the database stopped answering; cleared by the next call that succeeds."""
+        self._generation = 0
+        """Bumped by every write that can change what a recall ranks or returns (``postgres/recall.py``)."""
         self.pool = _open_pool(self._dsn, self.url, min_size, max_size, timeout)
 
     def close(self) -> None:
@@ -155,6 +157,14 @@ class PostgresConnections:
                 raise StorageError(f"PostgreSQL at {self.url} failed: {brief(exc)}") from None
 
     def _write(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        self._generation += 1
+        try:
+            return self._run(work, write=True)
+        finally:
+            self._generation += 1
+
+    def _bookkeeping_write(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """A write of bookkeeping only (access counts, weights, counters): recall's reads stay valid."""
         return self._run(work, write=True)
 
     def _read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:

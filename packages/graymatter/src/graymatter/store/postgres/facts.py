@@ -130,7 +130,7 @@ class PostgresFactWrites(PostgresVectors):
         ids = sorted(set(fact_ids))
         if not ids:
             return
-        self._write(
+        self._bookkeeping_write(
             lambda c: c.execute(
                 "UPDATE gm_facts SET access_count = access_count + 1,"
                 " accessed_at = greatest(accessed_at, %s) "
@@ -154,7 +154,7 @@ class PostgresFactWrites(PostgresVectors):
             )
             return cur.rowcount
 
-        return self._write(work)
+        return self._bookkeeping_write(work)
 
     def delete_facts(self, fact_ids: Sequence[str]) -> list[str]:
         """Hard-delete unpinned facts (pruning is the only caller); return the ids deleted."""

@@ -15,10 +15,10 @@ from graymatter.models import Fact
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres.rows import DIALECT
 from graymatter.store.postgres.schema import STAT_SHARDS
-from graymatter.store.postgres.tokenizer import clip_lexeme, tsvector_literal
+from graymatter.store.postgres.tokenizer import clip_lexeme, stored_positions, tsvector_literal
 from graymatter.store.rows import FACT_COLUMNS, fact_values
 
-Posting = tuple[str, str, str, int, int, datetime, str]
+Posting = tuple[str, str, str, int, int, datetime, str, list[int]]
 
 
 def adjust_stats(c: psycopg.Connection[Any], terms: Counter[str], docs: int, tokens: int) -> None:
@@ -79,7 +79,8 @@ def _copy(c: psycopg.Connection[Any], rows: list[tuple[Any, ...]], postings: lis
                 copy.write_row(row)
         if postings:
             with cur.copy(
-                "COPY gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence) FROM STDIN"
+                "COPY gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence, positions)"
+                " FROM STDIN"
             ) as copy:
                 for posting in postings:
                     copy.write_row(posting)
@@ -104,13 +105,14 @@ def insert_facts(
         if found is not None:
             places, doc_len = found
             tsv = tsvector_literal(places)
+            kept = stored_positions(places)
             counts: Counter[str] = Counter()
             for stem, where in places.items():
                 counts[clip_lexeme(stem)] += len(where)
             terms.update(dict.fromkeys(counts, 1))
             tokens += doc_len
             postings.extend(
-                (stem, fact.agent_id, fact.id, tf, doc_len, fact.created_at, fact.confidence)
+                (stem, fact.agent_id, fact.id, tf, doc_len, fact.created_at, fact.confidence, kept[stem])
                 for stem, tf in counts.items()
             )
         rows.append((*fact_values(fact, DIALECT.to_db_time), state, tsv, doc_len))

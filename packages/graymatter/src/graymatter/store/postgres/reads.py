@@ -17,24 +17,25 @@ from graymatter.store.postgres.rows import DIALECT, one, utc
 from graymatter.store.postgres.schema import SESSION_SQL
 from graymatter.store.records import SharedRecords
 
-_NEIGHBOURS_SQL = (
-    "SELECT a.id, n.id, n.created_at FROM gm_facts a"
-    " CROSS JOIN LATERAL ("
-    "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
-    f"    AND {SESSION_SQL.format(t='b.')} = {SESSION_SQL.format(t='a.')}"
-    "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
-    "    AND (b.created_at, b.id) < (a.created_at, a.id)"
-    "    ORDER BY b.created_at DESC, b.id DESC LIMIT %s)"
-    "  UNION ALL"
-    "  (SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
-    f"    AND {SESSION_SQL.format(t='b.')} = {SESSION_SQL.format(t='a.')}"
-    "    AND b.superseded_by IS NULL AND b.kind = 'fact'"
-    "    AND (b.created_at, b.id) > (a.created_at, a.id)"
-    "    ORDER BY b.created_at, b.id LIMIT %s)"
-    " ) AS n"
-    " WHERE a.id = ANY(%s) AND a.superseded_by IS NULL AND a.kind = 'fact'"
-    f" AND {SESSION_SQL.format(t='a.')} IS NOT NULL"
+_SIDE_SQL = (
+    "(SELECT id, created_at FROM gm_facts b WHERE b.agent_id = a.agent_id"
+    f" AND {SESSION_SQL.format(t='b.')} = {SESSION_SQL.format(t='a.')}"
+    " AND b.superseded_by IS NULL AND b.kind = 'fact'"
+    " AND (b.created_at, b.id) {cmp} (a.created_at, a.id)"
+    " ORDER BY b.created_at{desc}, b.id{desc} LIMIT %s)"
 )
+NEIGHBOUR_IDS_SQL = (
+    "(SELECT array_agg(x.id ORDER BY x.created_at, x.id) FROM ("
+    + _SIDE_SQL.format(cmp="<", desc=" DESC")
+    + " UNION ALL "
+    + _SIDE_SQL.format(cmp=">", desc="")
+    + ") AS x)"
+)
+"""The ids of the live facts written right before and after fact ``a`` in its session, oldest first
+(parameters: the window twice); NULL when there are none."""
+LENDER_SQL = f"a.superseded_by IS NULL AND a.kind = 'fact' AND {SESSION_SQL.format(t='a.')} IS NOT NULL"
+"""Fact ``a`` can lend context: live, a fact, written in a session."""
+_NEIGHBOURS_SQL = f"SELECT a.id, {NEIGHBOUR_IDS_SQL} FROM gm_facts a WHERE a.id = ANY(%s) AND {LENDER_SQL}"
 _PAGES = PageSpelling(
     DIALECT,
     live_source="gm_facts",
@@ -56,19 +57,23 @@ _STATS_SQL = (
 )
 
 
-def _neighbours(c: psycopg.Connection[Any], ids: list[str], window: int) -> dict[str, list[str]]:
-    out: dict[str, list[tuple[datetime, str]]] = {}
-    for fact_id, other, created in c.execute(_NEIGHBOURS_SQL, (window, window, ids)).fetchall():
-        out.setdefault(fact_id, []).append((created, other))
-    live = {
-        r[0]
-        for r in c.execute(
-            "SELECT id FROM gm_facts WHERE id = ANY(%s) AND superseded_by IS NULL AND kind = 'fact'"
-            f" AND {SESSION_SQL.format(t='')} IS NOT NULL",
-            (ids,),
-        ).fetchall()
-    }
-    return {fid: [o for _, o in sorted(out.get(fid, []))] for fid in ids if fid in live}
+def recent_query(
+    agent_ids: Sequence[str], limit: int, confidences: Confidences, columns: str = "id, created_at"
+) -> tuple[str, list[Any]]:
+    """The newest live facts of the namespaces (``created_at`` desc, then id), one index walk each."""
+    parts = []
+    params: list[Any] = []
+    for agent in dict.fromkeys(agent_ids):
+        params.append(agent)
+        clause = DIALECT.restrict("confidence", confidences, params)
+        parts.append(
+            f"(SELECT {columns} FROM gm_facts WHERE agent_id = %s AND superseded_by IS NULL "
+            f"AND kind = 'fact'{clause} ORDER BY created_at DESC, id LIMIT %s)"
+        )
+        params.append(limit)
+    query = f"SELECT * FROM ({' UNION ALL '.join(parts)}) AS r ORDER BY created_at DESC, id LIMIT %s"
+    params.append(limit)
+    return query, params
 
 
 class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
@@ -105,32 +110,19 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """For each live fact written in a session: ids of the live facts its agent wrote right before/after
-        it in the same session, oldest first (a fact without a session is left out)."""
+        it in the same session, oldest first (a fact without a session is left out). One statement."""
         ids = list(dict.fromkeys(fact_ids))
         if not ids or window <= 0:
             return {}
-        return self._read(lambda c: _neighbours(c, ids, window))
+        rows = self._read(lambda c: c.execute(_NEIGHBOURS_SQL, (window, window, ids)).fetchall())
+        found = {r[0]: list(r[1] or ()) for r in rows}
+        return {fid: found[fid] for fid in ids if fid in found}
 
     def recent(self, agent_ids: Sequence[str], limit: int, confidences: Confidences = None) -> list[str]:
         """Ids of the newest live facts (``created_at`` desc, then ``id``), at most ``limit``."""
         if not agent_ids or limit <= 0 or confidences == []:
             return []
-        parts = []
-        params: list[Any] = []
-        for agent in dict.fromkeys(agent_ids):
-            params.append(agent)
-            clause = DIALECT.restrict("confidence", confidences, params)
-            parts.append(
-                "(SELECT id, created_at FROM gm_facts WHERE agent_id = %s AND superseded_by IS NULL "
-                f"AND kind = 'fact'{clause} ORDER BY created_at DESC, id LIMIT %s)"
-            )
-            params.append(limit)
-        query = (
-            "SELECT id, created_at FROM ("
-            + " UNION ALL ".join(parts)
-            + ") AS r ORDER BY created_at DESC, id LIMIT %s"
-        )
-        params.append(limit)
+        query, params = recent_query(agent_ids, limit, confidences)
         rows = self._read(lambda c: c.execute(query, params).fetchall())
         return [r[0] for r in rows]
 

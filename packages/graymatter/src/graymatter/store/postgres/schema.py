@@ -10,7 +10,7 @@ from graymatter.errors import SchemaTooNew, StorageError, StoreUnavailable
 from graymatter.store.decay import decay_indexes
 from graymatter.store.postgres.connection import PostgresConnections
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 SESSION_SQL = 'substring({t}provenance from \'"session":"((?:[^"\\\\]|\\\\.)*)"\')'
 """A fact's session id as spelled in its stored JSON (``{t}``: a table alias and a dot, or nothing), written
 as the ``gm_facts_session`` index writes it. A pattern, not a ``jsonb`` cast: it never fails on a malformed
@@ -123,6 +123,19 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
     # 3: incremental decay: each fact's next decay moment, and the facts due found by index (store/decay.py).
     3: decay_indexes("gm_facts", "timestamptz"),
+    # 4: phrases from the postings (ADR 0019): each posting carries its token positions, copied from the
+    # fact's tsvector, inside the covering index; the GIN index over tsvectors is no longer read.
+    4: [
+        "ALTER TABLE gm_postings ADD COLUMN positions smallint[]",
+        """UPDATE gm_postings p SET positions = u.positions::smallint[]
+           FROM (SELECT f.id, f.agent_id, t.lexeme, t.positions FROM gm_facts f
+                 CROSS JOIN LATERAL unnest(f.tsv) AS t WHERE f.tsv IS NOT NULL) AS u
+           WHERE p.term = u.lexeme AND p.agent_id = u.agent_id AND p.fact_id = u.id""",
+        "ALTER TABLE gm_postings DROP CONSTRAINT gm_postings_pkey",
+        """ALTER TABLE gm_postings ADD CONSTRAINT gm_postings_pkey PRIMARY KEY (term, agent_id, fact_id)
+           INCLUDE (tf, doc_len, created_at, confidence, positions)""",
+        "DROP INDEX IF EXISTS gm_facts_tsv",
+    ],
 }
 
 

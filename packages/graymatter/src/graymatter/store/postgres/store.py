@@ -40,10 +40,9 @@ from typing import TYPE_CHECKING
 from graymatter.store.decay import SharedDecay
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres import schema
-from graymatter.store.postgres.bm25 import PostgresKeywordSearch
 from graymatter.store.postgres.connection import PostgresConnections
 from graymatter.store.postgres.facts import PostgresFactWrites
-from graymatter.store.postgres.reads import PostgresFactReads
+from graymatter.store.postgres.recall import PostgresRecallReads
 from graymatter.store.postgres.rows import DIALECT, one
 from graymatter.store.postgres.tokens import PostgresTokenStore
 from graymatter.store.tokens import TokenStore
@@ -52,7 +51,7 @@ if TYPE_CHECKING:
     from graymatter.store.base import Store
 
 
-class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch, SharedDecay):
+class PostgresStore(PostgresFactWrites, PostgresRecallReads, SharedDecay):
     """The PostgreSQL backend. Thread-safe; one connection pool per store."""
 
     kind = "postgresql"
@@ -62,6 +61,7 @@ class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch
         self.data_dir: Path | None = None
         self._tokenizer = FtsTokenizer()
         self._defer_index = False
+        self._init_recall_reads()
         PostgresConnections.__init__(self, url, min_size=min_size, max_size=max_size, timeout=timeout)
         try:
             schema.migrate(self)
@@ -82,7 +82,7 @@ class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch
     # -- counters ----------------------------------------------------------------------------------
     def bump_write_counter(self, agent_id: str, by: int = 1) -> int:
         """Atomically add ``by`` to the agent's writes-since-consolidation counter; return the new value."""
-        row = self._write(
+        row = self._bookkeeping_write(
             lambda c: c.execute(
                 "INSERT INTO gm_counters (agent_id, writes) VALUES (%s, %s) ON CONFLICT (agent_id) "
                 "DO UPDATE SET writes = gm_counters.writes + EXCLUDED.writes RETURNING writes",
@@ -93,7 +93,9 @@ class PostgresStore(PostgresFactWrites, PostgresFactReads, PostgresKeywordSearch
 
     def reset_write_counter(self, agent_id: str) -> None:
         """Zero the agent's writes-since-consolidation counter."""
-        self._write(lambda c: c.execute("DELETE FROM gm_counters WHERE agent_id = %s", (agent_id,)))
+        self._bookkeeping_write(
+            lambda c: c.execute("DELETE FROM gm_counters WHERE agent_id = %s", (agent_id,))
+        )
 
 
 if TYPE_CHECKING:

@@ -21,16 +21,23 @@ def _quote_lexeme(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsvector_literal(positions: dict[str, list[int]]) -> str:
-    """A ``tsvector`` input literal: each stem with its token positions (PostgreSQL keeps <= 256 each)."""
+def stored_positions(positions: dict[str, list[int]]) -> dict[str, list[int]]:
+    """Per stored lexeme (clipped stem), its token positions as a ``tsvector`` keeps them: distinct,
+    at most 16,383, the first 256, ascending. Lexemes in sorted order."""
     merged: dict[str, list[int]] = {}
     for stem, places in positions.items():
         merged.setdefault(clip_lexeme(stem), []).extend(places)
-    parts = []
-    for stem in sorted(merged):
-        places = sorted({min(p, MAX_POSITION) for p in merged[stem]})[:MAX_TERM_COUNT]
-        parts.append(_quote_lexeme(stem) + ":" + ",".join(str(p) for p in places))
-    return " ".join(parts)
+    return {
+        stem: sorted({min(p, MAX_POSITION) for p in merged[stem]})[:MAX_TERM_COUNT] for stem in sorted(merged)
+    }
+
+
+def tsvector_literal(positions: dict[str, list[int]]) -> str:
+    """A ``tsvector`` input literal: each stem with its token positions (PostgreSQL keeps <= 256 each)."""
+    return " ".join(
+        _quote_lexeme(stem) + ":" + ",".join(str(p) for p in places)
+        for stem, places in stored_positions(positions).items()
+    )
 
 
 def tsquery_phrase(stems: Sequence[str]) -> str:

@@ -1,0 +1,282 @@
+"""One recall in three round trips: the keyword round trip also reads what the recall asks for next.
+
+The recall pipeline (``retrieval/pipeline.py``) calls the store several times, each call depending on the
+last: aliases, document frequencies, the keyword search, then the phrase search, the context neighbours,
+the recent facts, their ranking columns and the rows of the winners. On PostgreSQL each call is a round
+trip. Here the keyword search (the third) sends, in one pipeline, the BM25 statement that also returns the
+session neighbours of its best hits and the rows of every fact it names, the search for the phrases the
+query will ask for (adjacent query words, from the document-frequency call), and the newest facts with
+their rows. The later calls are answered from that read when they ask exactly for what it holds, else
+they query as before (for the part it lacks): every answer is the one the database gives.
+
+What was read is kept per thread, for one recall: it is dropped by the next recall, by any write through
+this store, and after :data:`RECALL_TTL_S`; each row is handed out once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+import psycopg
+
+from graymatter.models import Fact
+from graymatter.store.base import Confidences, ScoredId
+from graymatter.store.postgres.bm25 import WORD_CTE, PostgresKeywordSearch, phrase_parts_query, word_params
+from graymatter.store.postgres.reads import LENDER_SQL, NEIGHBOUR_IDS_SQL, PostgresFactReads, recent_query
+from graymatter.store.postgres.rows import decode_fact, utc
+from graymatter.store.rows import FACT_COLUMNS
+
+T = TypeVar("T")
+
+RECALL_TTL_S = 1.0
+"""How long what one recall read may answer its later calls (a recall takes milliseconds)."""
+_COLUMNS = len(FACT_COLUMNS.split(","))
+_F_COLUMNS = ", ".join(f"f.{c.strip()}" for c in FACT_COLUMNS.split(","))
+_HITS_SQL = (
+    WORD_CTE + ", ranked AS (SELECT fact_id, s, row_number() OVER (ORDER BY s DESC, created, fact_id) AS r"
+    " FROM hits),"
+    f" lend AS (SELECT a.id, {NEIGHBOUR_IDS_SQL} AS ids FROM ranked h JOIN gm_facts a ON a.id = h.fact_id"
+    f" WHERE h.r <= %s AND {LENDER_SQL}),"
+    " want AS (SELECT fact_id AS id FROM ranked UNION SELECT unnest(ids) FROM lend)"
+    f" SELECT {_F_COLUMNS}, h.s, h.r, l.id IS NOT NULL, l.ids FROM want w JOIN gm_facts f ON f.id = w.id"
+    " LEFT JOIN ranked h ON h.fact_id = f.id LEFT JOIN lend l ON l.id = f.id"
+)
+"""The word search (``WORD_CTE``), the neighbours of its best hits, and the rows of all of them."""
+
+
+KEYWORD, PHRASES, NEIGHBOURS, RECENT, RANKS = range(1, 6)
+"""The order in which the pipeline makes its calls: the read answers the phrase search, the neighbours
+and the newest facts once each, in this order; ranking columns and rows (``RANKS``) at any point."""
+
+
+@dataclass
+class Hints:
+    """The shapes of the pipeline's later calls, as last seen (they follow its configuration)."""
+
+    recent: int = 50
+    window: int = 2
+    lenders: int = 20
+
+
+@dataclass
+class RecallRead:
+    """What one keyword round trip read, for the calls of the same recall that follow it."""
+
+    scope: tuple[tuple[str, ...], tuple[str, ...] | None, int]
+    generation: int
+    born: float = field(default_factory=time.monotonic)
+    stage: int = KEYWORD
+    phrases: list[str] = field(default_factory=list)
+    """The adjacent query-term pairs read ahead; per matching fact, each one's BM25 part."""
+    phrase_parts: list[tuple[str, datetime, dict[int, float]]] = field(default_factory=list)
+    window: int = 0
+    lenders: dict[str, list[str]] = field(default_factory=dict)
+    asked: set[str] = field(default_factory=set)
+    """Facts whose neighbours were read (those not in ``lenders`` cannot lend)."""
+    recent: list[str] | None = None
+    recent_limit: int = 0
+    rank: dict[str, tuple[datetime, str]] = field(default_factory=dict)
+    rows: dict[str, Sequence[Any]] = field(default_factory=dict)
+
+
+def speculated_phrases(query_terms: Sequence[str], selected: Sequence[str]) -> list[str]:
+    """The phrases the pipeline searches next: adjacent query terms both selected, distinct, in order."""
+    chosen = set(selected)
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(query_terms) if a in chosen and b in chosen and a != b]
+    return list(dict.fromkeys(pairs))
+
+
+def phrase_hits(read: RecallRead, phrases: list[str], limit: int) -> list[ScoredId]:
+    """The phrase search for ``phrases`` (some of those read ahead), as ``Store.keyword_search`` ranks it:
+    each fact's parts summed in the order asked (the order SQL sums them), best first, at most ``limit``."""
+    where = {phrase: i for i, phrase in enumerate(read.phrases, start=1)}
+    order = [where[p] for p in phrases]
+    scored = []
+    for fact_id, created, parts in read.phrase_parts:
+        present = [parts[i] for i in order if i in parts]
+        if present:
+            score = present[0]
+            for part in present[1:]:
+                score += part
+            scored.append((-score, created, fact_id))
+    scored.sort()
+    return [ScoredId(fid, -neg) for neg, _, fid in scored[:limit]]
+
+
+class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
+    """The recall calls of the store, answered from one keyword round trip where they can be."""
+
+    _recall_local: threading.local
+    _hints: Hints
+
+    def _init_recall_reads(self) -> None:
+        self._recall_local = threading.local()
+        self._hints = Hints()
+
+    def _read(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        if not getattr(self._recall_local, "inside", False):
+            self._recall_local.read = None  # a call outside the recall ends what it read
+        return super()._read(work)
+
+    def _recall_read(self, stage: int) -> RecallRead | None:
+        """The current recall's read if it may answer a call of ``stage`` (it then moves on to it; a call
+        out of order, or a second one, means another recall: the read is dropped)."""
+        read: RecallRead | None = getattr(self._recall_local, "read", None)
+        if read is None:
+            return None
+        stale = read.generation != self._generation or time.monotonic() - read.born > RECALL_TTL_S
+        if stale or (stage != RANKS and stage <= read.stage):
+            self._recall_local.read = None
+            return None
+        read.stage = max(read.stage, stage) if stage != RANKS else read.stage
+        return read
+
+    def _forget_recall(self) -> None:
+        self._recall_local.read = None
+
+    def _inner(self, call: Callable[[], T]) -> T:
+        """Run a plain store call without ending the recall's read."""
+        self._recall_local.inside = True
+        try:
+            return call()
+        finally:
+            self._recall_local.inside = False
+
+    # -- the calls, in pipeline order ---------------------------------------------------------------
+    def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
+        """As the index sees them; remembers the query's terms, in order, for the phrase search."""
+        self._forget_recall()
+        self._recall_local.query_terms = list(terms)
+        return super().document_frequencies(terms)
+
+    def keyword_search(
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
+    ) -> list[ScoredId]:
+        """FTS5's BM25; a word search also reads what the rest of its recall will ask (see module)."""
+        scope = (tuple(agent_ids), None if confidences is None else tuple(confidences), limit)
+        read = self._recall_read(PHRASES)
+        if read is not None and read.scope == scope and terms and set(terms) <= set(read.phrases):
+            return phrase_hits(read, list(terms), limit)
+        stems = self._term_stems(list(dict.fromkeys(terms)))
+        groups = [stems[t] for t in terms if t.strip() and stems.get(t)]
+        query_terms: list[str] = getattr(self._recall_local, "query_terms", [])
+        self._recall_local.query_terms = []
+        if not groups or any(len(g) > 1 for g in groups) or not agent_ids or limit <= 0 or confidences == []:
+            plain = super().keyword_search
+            return self._inner(lambda: plain(agent_ids, terms, limit, confidences))
+        fresh = RecallRead(scope, self._generation)
+        phrases = speculated_phrases(query_terms, terms)
+        hits = self._read(lambda c: self._read_ahead(c, fresh, [g[0] for g in groups], phrases))
+        if fresh.generation == self._generation:
+            self._recall_local.read = fresh
+        return hits
+
+    def _read_ahead(
+        self, c: psycopg.Connection[Any], read: RecallRead, stems: list[str], phrases: list[str]
+    ) -> list[ScoredId]:
+        """One round trip: the word search with neighbours and rows, the phrases, the newest facts."""
+        agent_ids, confidences, limit = list(read.scope[0]), read.scope[1], read.scope[2]
+        hints = self._hints
+        clause, params = word_params(stems, agent_ids, limit, confidences)
+        lenders = min(limit, 2 * hints.lenders)
+        phrase_groups = [g for g in (self._term_stems([p])[p] for p in phrases) if len(g) > 1]
+        found = None
+        with c.pipeline():
+            hits = c.execute(
+                _HITS_SQL.format(confidence=clause), [*params, hints.window, hints.window, lenders]
+            )
+            if phrases and len(phrase_groups) == len(phrases):
+                query, phrase_params = phrase_parts_query(phrase_groups, agent_ids, confidences)
+                found = c.execute(query, phrase_params)
+            recent_sql, recent_params = recent_query(agent_ids, hints.recent, confidences, FACT_COLUMNS)
+            recent = c.execute(recent_sql, recent_params)
+        ranked = self._take_hits(read, hits.fetchall(), hints.window, lenders)
+        if found is not None:
+            read.phrases = phrases
+            for fact_id, created, confidence, indexes, parts in found.fetchall():
+                read.phrase_parts.append((fact_id, created, dict(zip(indexes, parts, strict=True))))
+                read.rank[fact_id] = (utc(created), confidence)  # type: ignore[assignment]
+        newest = recent.fetchall()
+        read.recent = [r[0] for r in newest]
+        read.recent_limit = hints.recent
+        for row in newest:
+            read.rows.setdefault(row[0], row)
+        return ranked
+
+    @staticmethod
+    def _take_hits(read: RecallRead, rows: list[Any], window: int, lenders: int) -> list[ScoredId]:
+        """The ranked word hits; rows and neighbours kept in ``read``."""
+        ranked: list[tuple[int, ScoredId]] = []
+        read.window = window
+        for row in rows:
+            fact_id, score, position, lends, ids = row[0], row[_COLUMNS], row[_COLUMNS + 1], row[-2], row[-1]
+            read.rows[fact_id] = row[:_COLUMNS]
+            if score is not None:
+                ranked.append((int(position), ScoredId(fact_id, float(score))))
+            if lends:
+                read.lenders[fact_id] = list(ids or ())
+        ranked.sort(key=lambda item: item[0])
+        read.asked = {hit.fact_id for position, hit in ranked if position <= lenders}
+        return [hit for _, hit in ranked]
+
+    def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
+        """Session neighbours; those read with the keyword search are not read again."""
+        ids = list(dict.fromkeys(fact_ids))
+        if window > 0 and ids:
+            self._hints.window = window
+            self._hints.lenders = max(self._hints.lenders, len(ids))
+        read = self._recall_read(NEIGHBOURS)
+        plain = super().neighbours
+        if read is None:
+            return plain(ids, window)
+        missing = [fid for fid in ids if fid not in read.asked or read.window != window]
+        more = self._inner(lambda: plain(missing, window)) if missing else {}
+        known = {**read.lenders, **more}
+        return {fid: known[fid] for fid in ids if fid in known}
+
+    def recent(self, agent_ids: Sequence[str], limit: int, confidences: Confidences = None) -> list[str]:
+        """The newest live facts; read with the keyword search when the recall asked for as many."""
+        if limit > 0:
+            self._hints.recent = limit
+        read = self._recall_read(RECENT)
+        scope = (tuple(agent_ids), None if confidences is None else tuple(confidences))
+        newest = read.recent if read is not None and read.scope[:2] == scope else None
+        covered = read is not None and (limit <= read.recent_limit or len(newest or ()) < read.recent_limit)
+        if newest is not None and covered:
+            return newest[: max(0, limit)]
+        plain = super().recent
+        return self._inner(lambda: plain(agent_ids, limit, confidences))
+
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """``(created_at, confidence)`` of the live facts among ``fact_ids``; rows read are not read again."""
+        read = self._recall_read(RANKS)
+        plain = super().rank_info
+        if read is None:
+            return plain(fact_ids)
+        known = dict(read.rank)
+        for fid, row in read.rows.items():  # every row read is a live fact: hits, neighbours, newest
+            known[fid] = (utc(row[5]), row[12])  # type: ignore[assignment]
+        ids = list(dict.fromkeys(fact_ids))
+        missing = [fid for fid in ids if fid not in known]
+        more = self._inner(lambda: plain(missing)) if missing else {}
+        return {fid: info for fid in ids if (info := known.get(fid) or more.get(fid)) is not None}
+
+    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """Facts by id, in the order given; rows the recall already read are decoded, not read again."""
+        read = self._recall_read(RANKS)
+        plain = super().get_facts
+        if read is None:
+            return plain(fact_ids)
+        ids = list(dict.fromkeys(fact_ids))
+        found = {fid: decode_fact(read.rows.pop(fid)) for fid in ids if fid in read.rows}
+        missing = [fid for fid in ids if fid not in found]
+        if missing:
+            more = self._inner(lambda: plain(missing))
+            found.update((f.id, f) for f in more)
+        return [found[fid] for fid in ids if fid in found]
