@@ -33,8 +33,14 @@ the largest rowid seen at the transaction's start is one of ours). Schema 4's tr
 
 
 def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> list[tuple[Any, ...]]:
-    """The insert parameters of each fact (a provenance shared by a batch is serialised once)."""
+    """The insert parameters of each fact (a provenance shared by a batch is serialised once, without
+    its default values: ``{}`` for a library write, which every reader spells as ``interface`` library)."""
     cache: dict[int, str] = {}
+    for fact in facts:
+        if id(fact.provenance) not in cache:
+            cache[id(fact.provenance)] = fact.provenance.model_dump_json(
+                exclude_none=True, exclude_defaults=True
+            )
     return [
         (*fact_values(fact, to_micros, cache), state, text_hash(fact.text))
         for fact, state in zip(facts, states, strict=True)
