@@ -170,6 +170,28 @@ os.write(1, b"after\\n")
 """
 
 
+def test_inline_stdout_sends_the_bytes_of_the_sdk_dump_and_refuses_after_close(tmp_path: Any) -> None:
+    import anyio
+    from mcp.shared.message import SessionMessage
+    from mcp_types import JSONRPCResponse
+
+    from graymatter.faces.mcp_server.stdio import InlineStdout
+
+    message = JSONRPCResponse(jsonrpc="2.0", id=7, result={"text": 'ü 漢字 "q" \\ \n', "n": 1.5e300})
+    with open(tmp_path / "wire", "wb") as buffer:
+        stdout = InlineStdout(buffer)
+
+        async def main() -> None:
+            await stdout.send(SessionMessage(message=message))
+            await stdout.aclose()
+            with pytest.raises(anyio.ClosedResourceError):
+                await stdout.send(SessionMessage(message=message))
+
+        anyio.run(main)
+    sdk_line = message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+    assert (tmp_path / "wire").read_bytes() == sdk_line.encode()
+
+
 def test_inline_stdout_keeps_the_sdk_claim_stray_output_goes_to_stderr() -> None:
     from support.processes import server_env
 

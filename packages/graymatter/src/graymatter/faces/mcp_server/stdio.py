@@ -4,10 +4,10 @@ The SDK's stdio transport hands a line it cannot parse to the server loop as an 
 the client then waits for its timeout. Here such a line is answered at once with ``-32700 Parse error``
 (not JSON) or ``-32600 Invalid Request`` (JSON, but no JSON-RPC message), ``id`` null as JSON-RPC 2.0
 says when the id cannot be read (:class:`AnsweringReadStream`). Everything else is the SDK's own transport
-and loop, except that answer lines are written from the event loop instead of a worker thread
-(:class:`InlineStdout`) and the tool bodies run on the loop too (``run_tools_inline``). The collector
-is tuned for serving (:func:`tune_collector`). Logging goes to stderr, one line per event (the SDK's
-default is a multi-line rich console).
+and loop, except that answers are dumped to bytes and written from the event loop instead of a writer task
+and a worker thread (:class:`InlineStdout`) and the tool bodies run on the loop too
+(``run_tools_inline``). The collector is tuned for serving (:func:`tune_collector`). Logging goes to
+stderr, one line per event (the SDK's default is a multi-line rich console).
 """
 
 from __future__ import annotations
@@ -60,30 +60,57 @@ def rejection(exc: Exception) -> JSONRPCError:
 
 
 class InlineStdout:
-    """The SDK transport's stdout, written from the event loop itself.
+    """Stdout, written from the event loop itself: the SDK loop's write stream, and the transport's stdout.
 
-    The SDK's default hands every answer line to a worker thread twice (``write``, then ``flush``): two
-    thread wake-ups per answer, about 0.3 ms of a 5 ms ``memory_search`` round trip on a busy machine. The
-    line is written and flushed here at once instead; a client that stops reading its stdout blocks the
-    server either way (the transport's write stream holds no buffer).
+    The SDK's transport hands every answer to a writer task, which dumps the message to a ``str`` and
+    hands the line to a worker thread twice (``write``, then ``flush``), where it is encoded again: a task
+    switch, two thread wake-ups and two copies of the line per answer. Here the server loop sends into this
+    object directly (:meth:`send`): the message is dumped to bytes by its own pydantic serializer (the
+    bytes of the SDK's ``model_dump_json(by_alias=True, exclude_unset=True)``) and written and flushed at
+    once. Each line is written whole without an await in between, so concurrent answers never interleave;
+    a client that stops reading its stdout blocks the server either way (the SDK's write stream holds no
+    buffer). The transport's own stdout calls (:meth:`write`, :meth:`flush`) stay for the SDK's duck type.
     """
 
     def __init__(self, buffer: BinaryIO) -> None:
-        from mcp.server.stdio import _UnownedTextWrapper
+        self._buffer: BinaryIO | None = buffer
 
-        self._text = _UnownedTextWrapper(buffer, encoding="utf-8")
+    def _wire(self) -> BinaryIO:
+        if self._buffer is None:
+            import anyio
+
+            raise anyio.ClosedResourceError
+        return self._buffer
+
+    async def send(self, item: Any) -> None:
+        """Write ``item`` (a :class:`~mcp.shared.message.SessionMessage`) as one JSON line and flush it."""
+        message = item.message
+        data = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True)
+        wire = self._wire()
+        wire.write(data + b"\n")
+        wire.flush()
 
     async def write(self, data: str) -> None:
         """Write ``data`` (one JSON line) to the buffer."""
-        self._text.write(data)
+        self._wire().write(data.encode())
 
     async def flush(self) -> None:
-        """Push the buffered line into the pipe."""
-        self._text.flush()
+        """Push what was written into the pipe."""
+        self._wire().flush()
+
+    async def aclose(self) -> None:
+        """End this write stream: later sends raise ``ClosedResourceError`` (the SDK's loop expects it)."""
+        self.close()
+
+    async def __aenter__(self) -> InlineStdout:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     def close(self) -> None:
-        """Detach from the buffer, which is not ours to close."""
-        self._text.close()
+        """Stop writing to the buffer, which is not ours to close."""
+        self._buffer = None
 
 
 def _claim_stdout() -> tuple[InlineStdout, Callable[[], None] | None]:
@@ -102,8 +129,9 @@ async def _serve(server: MCPServer) -> None:
     stdout, release = _claim_stdout()
     try:
         wire: Any = stdout  # duck-typed: the transport only awaits write() and flush()
-        async with stdio_server(stdout=wire) as (read_stream, write_stream):
-            await _serve_streams(lowlevel, read_stream, write_stream)
+        async with stdio_server(stdout=wire) as (read_stream, sdk_write_stream):
+            await sdk_write_stream.aclose()  # answers go to ``stdout`` directly: the SDK's writer task ends
+            await _serve_streams(lowlevel, read_stream, stdout)
     finally:
         stdout.close()
         if release is not None:

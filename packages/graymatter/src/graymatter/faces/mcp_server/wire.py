@@ -1,15 +1,16 @@
 """A tool result on its way to the wire: handed to the SDK as a mapping, structuredContent walked once.
 
-The SDK shapes every ``tools/call`` result for the negotiated protocol version: it validates the result
-against that version's ``CallToolResult`` and dumps it (``serialize_server_result``), then dumps the JSON-RPC
-envelope again when it writes the line. For structuredContent, which that model types as an open
-``dict[str, Any]``, the first pass checks nothing and only copies: a walk over the whole object (3-4 ms of a
-1 MB checkpoint resume). So the ``tools/call`` handler hands the SDK the result with an empty
-structuredContent (:func:`hold_back`), and :class:`StructuredContentPassThrough`, a middleware of the SDK's
-own chain, puts the real object back into the SDK's finished result. The SDK still validates and sieves
-everything else for the version; a version whose result had no structuredContent would drop the key, and it
-would stay dropped (the SDK's surface keeps it for every version it speaks, 2024-11-05 on). What is put back is JSON data already: a result model's ``model_dump(mode="json")``
-plus the store's decoded state, each tool's outputSchema is generated from that model.
+The SDK shapes every ``tools/call`` result for the negotiated protocol version: it validates the
+result against that version's ``CallToolResult`` and dumps it (``serialize_server_result``), then the
+JSON-RPC envelope is dumped once more when the line is written. For structuredContent, which that model
+types as an open ``dict[str, Any]``, the first pass checks nothing and only copies: a walk over the whole
+object (3-4 ms of a 1 MB checkpoint resume). So the ``tools/call`` handler hands the SDK the result with an
+empty structuredContent (:func:`hold_back`), and :class:`StructuredContentPassThrough`, a middleware of the
+SDK's own chain, puts the real object back into the SDK's finished result. The SDK still validates and
+sieves everything else for the version; a version whose result had no structuredContent would drop the
+key, and it would stay dropped (the SDK's surface keeps it for every version it speaks, 2024-11-05 on).
+What is put back is JSON data already: a result model's ``model_dump(mode="json")`` plus the store's
+decoded state; each tool's outputSchema is generated from that model.
 """
 
 from __future__ import annotations
