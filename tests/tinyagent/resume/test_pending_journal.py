@@ -16,6 +16,7 @@ from support.resume_workspace import MODEL, TASK, Workspace, load, usage
 from tinyagent.prompts import CONTINUATION_NOTICE, PENDING_CALL_RESULT
 from tinyagent.resume.journal import TORN_NOTE
 from tinyagent.trajectory.files import KILL_ENV
+from tinyagent.trajectory.journal import PREALLOCATE_BYTES
 
 
 def _killed_at_the_second_record(ws: Workspace, output: str = "run.json") -> Path:
@@ -37,18 +38,32 @@ def _journal(source: Path) -> Path:
     return source.with_name(source.name + ".pending")
 
 
+def _records(journal: Path) -> bytes:
+    """The journal's records: what precedes the preallocated zeros."""
+    data = journal.read_bytes()
+    records, _, zeros = data.partition(b"\0")
+    assert zeros.strip(b"\0") == b""
+    return records
+
+
 def test_a_kill_once_the_record_is_durable_refuses_then_mark_interrupted_never_reruns(ws: Workspace) -> None:
     source = _killed_at_the_second_record(ws)
     assert executed_markers(ws.project) == ["fresh-1"]  # killed before the second batch ran
-    on_disk = load(source)  # the last full save: the first turn, nothing pending
-    assert [m["role"] for m in on_disk["messages"]] == ["system", "user", "assistant", "tool"]
-    assert on_disk["resume"]["tool_batch_pending"] is False
+    on_disk = load(source)  # the last full save that landed: the initial one or the one after the first turn
+    assert len(on_disk["messages"]) in (2, 4) and on_disk["resume"]["tool_batch_pending"] is False
     journal = _journal(source)
     assert on_disk["resume"]["journal"]["name"] == journal.name
     assert stat.S_IMODE(journal.stat().st_mode) == 0o600
-    lines = journal.read_bytes().split(b"\n")
-    assert len(lines) == 3 and lines[2] == b""  # two complete records, each ending with its newline
-    assert [json.loads(line)["index"] for line in lines[:2]] == [2, 4]
+    assert journal.stat().st_size >= PREALLOCATE_BYTES  # records overwrite preallocated zeros
+    lines = _records(journal).split(b"\n")
+    assert lines[-1] == b""  # every record ends with its newline
+    records = [json.loads(line) for line in lines[:-1]]
+    # the first reply (pending), its result, the second reply (pending): the kill came right after it
+    assert [(r["index"], len(r["messages"]), r["pending"]) for r in records] == [
+        (2, 1, True),
+        (3, 1, False),
+        (4, 1, True),
+    ]
     source_bytes, journal_bytes = source.read_bytes(), journal.read_bytes()
 
     result = ws.resume(source, "continued.json", "--step-limit", "9")
@@ -85,8 +100,8 @@ def test_a_torn_last_record_was_never_acknowledged_and_is_ignored(ws: Workspace)
     (they start only after the whole line is durable); resume continues from the last full save."""
     source = _killed_at_the_second_record(ws)
     journal = _journal(source)
-    first, second, _ = journal.read_bytes().split(b"\n")
-    journal.write_bytes(first + b"\n" + second[: len(second) // 2])
+    *complete, last, _ = _records(journal).split(b"\n")
+    journal.write_bytes(b"".join(line + b"\n" for line in complete) + last[: len(last) // 2] + bytes(4096))
     ws.stub.add({"tool_calls": [submit_call()], "usage": usage()})
     result = ws.resume(source, "continued.json", "--step-limit", "9")
     assert result.returncode == 0, result.stderr
@@ -101,7 +116,7 @@ def test_a_torn_last_record_was_never_acknowledged_and_is_ignored(ws: Workspace)
 def test_a_torn_line_after_a_complete_pending_record_still_refuses(ws: Workspace) -> None:
     source = _killed_at_the_second_record(ws)
     journal = _journal(source)
-    journal.write_bytes(journal.read_bytes() + b'{"run": "')
+    journal.write_bytes(_records(journal) + b'{"run": "' + bytes(100))
     result = ws.resume(source, "continued.json")
     assert_refused(result, "pending tool calls", output=ws.root / "continued.json")
 
@@ -109,13 +124,14 @@ def test_a_torn_line_after_a_complete_pending_record_still_refuses(ws: Workspace
 def test_a_damaged_complete_record_is_refused(ws: Workspace) -> None:
     source = _killed_at_the_second_record(ws)
     journal = _journal(source)
-    first, second, _ = journal.read_bytes().split(b"\n")
+    first, *rest, _ = _records(journal).split(b"\n")
+    tail = b"".join(line + b"\n" for line in rest)
     for damaged in (b"{not json}", first.replace(b'"index": 2', b'"index": "2"'), first + b" x"):
-        journal.write_bytes(damaged + b"\n" + second + b"\n")
+        journal.write_bytes(damaged + b"\n" + tail)
         result = ws.resume(source, "continued.json", "--resume-pending=mark-interrupted")
         line = assert_refused(result, "pending journal damaged", output=ws.root / "continued.json")
         assert "line 1" in line
-    journal.write_bytes(second + b"\n" + first + b"\n")  # positions must increase
+    journal.write_bytes(tail + first + b"\n")  # each record starts where the previous one ended
     result = ws.resume(source, "continued.json", "--resume-pending=mark-interrupted")
     assert_refused(result, "pending journal damaged", output=ws.root / "continued.json")
     assert ws.stub.requests == []
@@ -131,16 +147,25 @@ def test_a_journal_of_another_run_is_refused(ws: Workspace) -> None:
     assert executed_markers(ws.project) == ["fresh-1", "fresh-1"]
 
 
-def test_an_older_copy_of_the_trajectory_is_refused(ws: Workspace) -> None:
-    """A journal ahead of its checkpoint (the trajectory was replaced by an earlier copy) is refused."""
+def test_the_journal_replays_every_turn_after_the_last_full_save_but_never_across_a_gap(
+    ws: Workspace,
+) -> None:
+    """The full rewrites are not waited for: the journal alone carries the turns after the last one that
+    landed (here: the initial save). A journal that does not start where that file ends is refused."""
     source = _killed_at_the_second_record(ws)
     document = load(source)
-    document["messages"] = document["messages"][:2]
-    document["totals"]["steps"] = 0
-    document["totals"].update(input_tokens=0, output_tokens=0, cache_read_tokens=0, cost_usd=0.0)
+    document["messages"] = document["messages"][:2]  # as if only the initial save had landed
+    document["totals"].update(steps=0, input_tokens=0, output_tokens=0, cache_read_tokens=0, cost_usd=0.0)
     source.write_text(json.dumps(document, indent=1), encoding="utf-8")
+    result = ws.resume(source, "continued.json")
+    assert_refused(result, "pending tool calls", output=ws.root / "continued.json")  # both turns replayed
+
+    journal = _journal(source)
+    _first, *rest = _records(journal).split(b"\n")
+    journal.write_bytes(b"\n".join(rest))  # the first turn's record is gone: a gap after the file
     result = ws.resume(source, "continued.json", "--resume-pending=mark-interrupted")
-    assert_refused(result, "pending journal mismatch", output=ws.root / "continued.json")
+    line = assert_refused(result, "pending journal mismatch", output=ws.root / "continued.json")
+    assert "does not continue the checkpoint" in line
 
 
 def test_a_missing_journal_of_a_killed_run_is_refused(ws: Workspace) -> None:

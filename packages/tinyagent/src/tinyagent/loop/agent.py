@@ -181,7 +181,7 @@ class Agent:
                     return ending
                 continue
             format_errors = 0
-            self._saver.finish_pending()  # the previous checkpoint is durable before any tool runs
+            # the reply (and, by the journal or a wait, the turns before it) is durable before tools run
             if not self._save_pending_turn(traj, reply.tool_calls):
                 return ExitStatus.SAVE_ERROR, "the save before a tool batch failed"
             ending = self._run_batch(traj, step, reply.tool_calls)

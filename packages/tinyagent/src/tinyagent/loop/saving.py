@@ -1,13 +1,23 @@
-"""The run's saves: synchronous, or a checkpoint's durable write overlapped with the next request."""
+"""The run's saves: the pending journal on the loop's path, full trajectory rewrites in the background.
+
+With a journal (a `TrajectoryFile` whose journal the trajectory names, `trajectory/journal.py`), every
+save point first appends the messages since the previous one to the journal: a plain write at a
+checkpoint, an `fdatasync`ed one for a reply whose tools are about to run. The full rewrite of the
+trajectory is then handed to one worker thread (fresh mode) and never waited for on the way to a tool
+batch, except until the very first one landed; the journal covers what it has not written yet. Without
+a journal (a plain save callable, or once the journal failed) the previous checkpoint is waited for
+before a tool batch and the reply is saved in full, marked pending. In resume mode (`stop_on_failure`)
+every full save is synchronous.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import queue
-import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
+from tinyagent.loop.save_worker import SaveWorker
 from tinyagent.output import Reporter
 from tinyagent.trajectory.models import Trajectory
 
@@ -17,12 +27,7 @@ SaveFn = Callable[[Trajectory], None]
 
 
 class Saver:
-    """Saves one run's trajectory through `save` and reports failures on stderr.
-
-    In fresh mode (`overlap`, not `stop_on_failure`) a checkpoint is encoded now (or, for a plain
-    save callable, snapshotted) and its durable write runs in one worker thread, overlapping the next
-    model request; `finish_pending` waits for it. Every other save is synchronous.
-    """
+    """Saves one run's trajectory through `save` and reports failures on stderr."""
 
     def __init__(
         self, save: SaveFn | None, reporter: Reporter, *, overlap: bool, stop_on_failure: bool
@@ -33,12 +38,63 @@ class Saver:
         self.stop_on_failure = stop_on_failure
         self.failed = False
         self.saves = 0
-        self._worker: _SaveWorker | None = None
-        self._pending = False  # a checkpoint was handed to the worker and not yet collected
+        self._worker: SaveWorker | None = None
         self._journal_failed = False  # once an append failed, pending turns are saved in full
+        self._journaled = -1  # messages the journal's records (or the first save) cover; -1: not started
+        self._compaction: object = None  # the compacted view the journal last recorded
+        self._landed = -1  # messages held by the newest full save that landed (synchronous ones)
 
+    # -- the journal ----------------------------------------------------------------------------
+    def _journal_save(self, traj: Trajectory) -> Any:
+        """The save object when its journal is usable for `traj` (named in it, not failed), else None."""
+        if self._journal_failed or self.save is None:
+            return None
+        ref = getattr(self.save, "journal_ref", None)
+        if ref is None or traj.resume is None or traj.resume.journal != ref:
+            return None
+        return self.save
+
+    def _record(self, traj: Trajectory, *, pending: bool) -> bool:
+        """Journal the messages since the previous record; False when there is no usable journal."""
+        save = self._journal_save(traj)
+        if save is None:
+            return False
+        from tinyagent.trajectory.journal import encode_record
+
+        assert traj.resume is not None
+        compaction = traj.resume.compaction
+        try:
+            if self._journaled < 0:  # the first save point: the journal starts after it
+                save.journal.open()
+                self._journaled, self._compaction = len(traj.messages), compaction
+                if not pending:
+                    return True
+            changed = compaction if compaction is not self._compaction else None
+            record = encode_record(
+                save.journal_ref, traj, self._journaled, pending=pending, compaction=changed
+            )
+            save.journal_append(record, sync=pending)
+        except Exception as exc:
+            self._journal_failed = True
+            self._journal_error: Exception = exc
+            return False
+        self._journaled, self._compaction = len(traj.messages), compaction
+        return True
+
+    def _maybe_erase(self, traj: Trajectory) -> None:
+        """Erase a long journal once a durable full save holds every record in it."""
+        from tinyagent.trajectory.journal import ROTATE_BYTES
+
+        journal = getattr(self.save, "journal", None)
+        if journal is None or journal.used <= ROTATE_BYTES:
+            return
+        landed = max(self._landed, self._worker.landed if self._worker is not None else -1)
+        if (self._worker is None or self._worker.idle()) and landed >= self._journaled:
+            journal.erase()
+
+    # -- saves ----------------------------------------------------------------------------------
     def save_now(self, traj: Trajectory, *, sync_directory: bool = True) -> bool:
-        """Synchronous save (after any overlapped one has finished); reports a failure on stderr.
+        """Synchronous full save (after any overlapped one has finished); reports a failure on stderr.
 
         `sync_directory=False` (the save before a tool batch): the data is fsynced but not the rename,
         which the next save makes durable; a plain save callable always does its own full write.
@@ -53,41 +109,67 @@ class Saver:
                 write(encode(traj), sync_directory=False)
             else:
                 self.save(traj)
-            return True
         except Exception as exc:
             self._report_failure(exc)
             return False
+        self._landed = len(traj.messages)
+        return True
 
     def save_pending(self, traj: Trajectory) -> bool:
         """Save the reply that ends `traj` before its tools run; False: the save failed (reported).
 
-        With a journal the trajectory names (`resume.journal`), one appended record, fdatasynced; else
-        (or once the journal failed) a synchronous full save, which the caller has marked pending.
+        With a usable journal: one fdatasynced record, once a first full save has landed. Else (or once
+        the journal failed) a synchronous full save, which the caller has marked pending.
         """
-        self.finish_pending()  # the journal is appended only after the previous full save landed
+        self._collect()
+        if self._journal_save(traj) is not None:
+            if self._landed < 0 and (self._worker is None or self._worker.landed < 0):
+                self.finish_pending()  # the trajectory file must exist before any tool runs
+            if self._landed >= 0 or (self._worker is not None and self._worker.landed >= 0):
+                self._maybe_erase(traj)
+                if self._record(traj, pending=True):
+                    self.saves += 1
+                    return True
+                ok = self.save_now(traj, sync_directory=False)
+                if ok:
+                    self.reporter.warning(
+                        f"the pending journal failed ({self._journal_error}); the whole trajectory is "
+                        "saved before each tool batch instead"
+                    )
+                return ok
+        return self.save_now(traj, sync_directory=False)
+
+    def checkpoint(self, traj: Trajectory) -> bool:
+        """Save a Running checkpoint; False means the run must stop (`stop_on_failure` only).
+
+        Without a journal, an overlapped checkpoint is collected by `finish_pending` before any tool
+        runs, so no tool effect ever precedes the durable checkpoint of the turn before it; with one,
+        the journal's record of the turn stands in for it until it lands.
+        """
         if self.save is None:
             return True
-        append = getattr(self.save, "append_pending", None)
-        ref = getattr(self.save, "journal_ref", None)
-        if callable(append) and ref is not None and traj.resume is not None and traj.resume.journal == ref:
-            if not self._journal_failed:
-                self.saves += 1
-                try:
-                    append(traj)
-                    return True
-                except Exception as exc:
-                    self._journal_failed = True
-                    journal_error: Exception | None = exc
-            else:
-                journal_error = None
-            ok = self.save_now(traj, sync_directory=False)
-            if ok and journal_error is not None:
-                self.reporter.warning(
-                    f"the pending journal failed ({journal_error}); the whole trajectory is saved before "
-                    "each tool batch instead"
-                )
-            return ok
-        return self.save_now(traj, sync_directory=False)
+        journaled = self._record(traj, pending=False)
+        if not (self.overlap and not self.stop_on_failure):
+            return self.save_now(traj) or not self.stop_on_failure
+        self._collect()
+        if not journaled:
+            self.finish_pending()
+        self.saves += 1
+        encode, write = getattr(self.save, "encode", None), getattr(self.save, "write", None)
+        if callable(encode) and callable(write):
+            # Encoding here, not in the worker, keeps the worker off the GIL while this thread
+            # builds and sends the next request; the worker only does the durable write.
+            try:
+                job = functools.partial(write, encode(traj))
+            except Exception as exc:
+                self._report_failure(exc)
+                return True
+        else:
+            job = functools.partial(self.save, snapshot(traj))
+        if self._worker is None:
+            self._worker = SaveWorker()
+        self._worker.submit(job, len(traj.messages))
+        return True
 
     def save_final(self, traj: Trajectory) -> bool:
         """The run's last save (its ending); it also removes the pending journal once it landed."""
@@ -98,47 +180,22 @@ class Saver:
         self.saves += 1
         try:
             finish(traj)
-            return True
         except Exception as exc:
             self._report_failure(exc)
             return False
-
-    def checkpoint(self, traj: Trajectory) -> bool:
-        """Save a Running checkpoint; False means the run must stop (`stop_on_failure` only).
-
-        An overlapped checkpoint is collected by `finish_pending` before any tool runs and before
-        any other save, so no tool effect ever precedes the durable checkpoint of the turn before it.
-        """
-        if self.save is not None and self.overlap and not self.stop_on_failure:
-            self.finish_pending()
-            self.saves += 1
-            encode, write = getattr(self.save, "encode", None), getattr(self.save, "write", None)
-            if callable(encode) and callable(write):
-                # Encoding here, not in the worker, keeps the worker off the GIL while this thread
-                # builds and sends the next request; the worker only does the durable write.
-                try:
-                    job = functools.partial(write, encode(traj))
-                except Exception as exc:
-                    self._report_failure(exc)
-                    return True
-            else:
-                job = functools.partial(self.save, snapshot(traj))
-            if self._worker is None:
-                self._worker = _SaveWorker()
-            self._worker.submit(job)
-            self._pending = True
-            return True
-        ok = self.save_now(traj)
-        return ok or not self.stop_on_failure
+        return True
 
     def finish_pending(self) -> None:
-        """Wait for an overlapped save and report its failure (main thread only)."""
-        if not self._pending or self._worker is None:
-            return
-        self._pending = False
-        error = self._worker.result()
-        if error is not None:
-            self._report_failure(error)
+        """Wait for the overlapped saves and report their failures (main thread only)."""
+        if self._worker is not None:
+            self._worker.wait_idle()
+        self._collect()
+
+    def _collect(self) -> None:
+        """Report the failures of overlapped saves that ended (without waiting)."""
+        if self._worker is not None:
+            for error in self._worker.take_errors():
+                self._report_failure(error)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
@@ -171,40 +228,3 @@ def snapshot(traj: Trajectory) -> Trajectory:
             "resumed_from": list(traj.resumed_from),
         }
     )
-
-
-class _SaveWorker:
-    """One daemon thread running the checkpoint writes handed to it, in order, one at a time.
-
-    Long-lived so that handing over a checkpoint costs a queue put, not a thread start (which waits
-    for the new thread to be scheduled and then for the GIL to come back).
-    """
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._results: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._serve, name="tinyagent-save", daemon=True)
-        self._thread.start()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        self._jobs.put(job)
-
-    def result(self) -> BaseException | None:
-        """Wait for the oldest submitted save; its exception, or None when it succeeded."""
-        return self._results.get()
-
-    def close(self) -> None:
-        self._jobs.put(None)
-        self._thread.join()
-
-    def _serve(self) -> None:
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            try:
-                job()
-            except BaseException as exc:  # reported by the main thread; never lost
-                self._results.put(exc)
-            else:
-                self._results.put(None)

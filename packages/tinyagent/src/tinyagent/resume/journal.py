@@ -1,13 +1,15 @@
-"""A checkpoint's pending journal at `--resume`: read it (bounded), check it, fold its last reply back in.
+"""A checkpoint's pending journal at `--resume`: read it (bounded), check it, replay its turns after it.
 
-A checkpoint that names a journal (`resume.journal`) is a trajectory plus, possibly, one reply saved in
-the journal before its tools ran and after the last full save (ADR 0017). `read_journal` finds the
-journal next to the checkpoint; `fold_journal` is pure: every complete line must be a record of this run
-with increasing positions; the last one is either already in the checkpoint (identical message, nothing
-to do) or the reply right after its last message, which is appended and marked pending, so the usual
-`pending tool calls` refusal and `--resume-pending=mark-interrupted` apply. Text after the last newline
-is a record whose write never finished: the run starts a batch only after the whole line is durable, so
-its calls never ran and it is ignored (with a note). Everything else is refused, never guessed.
+A checkpoint that names a journal (`resume.journal`) is the last full save that landed plus the turns
+its journal recorded after it (ADR 0017). `read_journal` finds the journal next to the checkpoint;
+`fold_journal` is pure: every complete line must be a record of this run, contiguous with the previous
+one; records the checkpoint already holds must match it, the others are replayed in order. When the
+last one is a reply whose tools were about to run, the state is marked pending, so the usual
+`pending tool calls` refusal and `--resume-pending=mark-interrupted` apply. The records end at the first
+NUL byte (the file is preallocated with zeros). Text after the last newline, or bytes after a hole of
+zeros, are a record whose write never finished: the run starts a batch only after the whole line is
+durable, so its calls never ran and it is ignored (with a note). Everything else is refused, never
+guessed.
 """
 
 from __future__ import annotations
@@ -81,15 +83,19 @@ def read_journal(source: Path, checkpoint: Trajectory) -> bytes | None:
 
 
 def fold_journal(checkpoint: Trajectory, data: bytes) -> tuple[Trajectory, list[str]]:
-    """The checkpoint with the journal's unfolded reply (if any) appended and marked pending, and notes.
+    """The checkpoint with the journal's records after its last message replayed, and notes.
 
-    Pure. Refuses a damaged journal, one of another run, and one that does not continue this file.
+    Pure. Every complete line must be a record of this run, each starting where the previous ended.
+    A record already in the checkpoint must hold the same messages; the first one beyond it must
+    start exactly at its end. Refuses a damaged journal, one of another run, and one that does not
+    continue this file (ahead of it, or overlapping it with other messages).
     """
     assert checkpoint.resume is not None and checkpoint.resume.journal is not None
     ref = checkpoint.resume.journal
-    complete, _, torn = data.rpartition(b"\n")
-    notes = [TORN_NOTE] if torn else []
-    last: JournalRecord | None = None
+    records, _, rest = data.partition(b"\0")  # the preallocated zeros after the last record
+    complete, _, torn = records.rpartition(b"\n")
+    notes = [TORN_NOTE] if torn or rest.strip(b"\0") else []
+    state, end = checkpoint, -1
     for number, line in enumerate(complete.split(b"\n") if complete else [], start=1):
         record = _record(line, number)
         if record.run != ref.run:
@@ -98,23 +104,47 @@ def fold_journal(checkpoint: Trajectory, data: bytes) -> tuple[Trajectory, list[
                 f"the pending journal {ref.name} belongs to another run than the checkpoint; "
                 "remove it only if that run is not the one you are resuming",
             )
-        if last is not None and record.index <= last.index:
-            refuse(DAMAGED, f"line {number} of the pending journal {ref.name} goes back in the history")
-        last = record
-    if last is None:
-        return checkpoint, notes
-    messages = checkpoint.messages
-    if last.index < len(messages):
-        if messages[last.index] != last.message:
-            refuse(MISMATCH, f"the pending journal {ref.name} records a reply this checkpoint does not have")
-        return checkpoint, notes  # folded: the full save after it landed
-    if last.index > len(messages) or checkpoint.exit_status is not ExitStatus.RUNNING:
+        if end >= 0 and record.index != end:
+            refuse(
+                DAMAGED,
+                f"line {number} of the pending journal {ref.name} does not continue line {number - 1}",
+            )
+        end = record.index + len(record.messages)
+        state = _replayed(checkpoint, state, record)
+    return state, notes
+
+
+def _replayed(checkpoint: Trajectory, state: Trajectory, record: JournalRecord) -> Trajectory:
+    """`state` after `record`: unchanged when the checkpoint already holds it, else its messages appended."""
+    have = len(checkpoint.messages)
+    name = checkpoint.resume.journal.name if checkpoint.resume and checkpoint.resume.journal else ""
+    if record.index + len(record.messages) <= have:  # folded: a full save after it landed
+        if checkpoint.messages[record.index : record.index + len(record.messages)] != record.messages:
+            refuse(MISMATCH, f"the pending journal {name} records messages this checkpoint does not have")
+        return state
+    if record.index != len(state.messages) or record.index < have:
         refuse(
             MISMATCH,
-            f"the pending journal {ref.name} is ahead of the checkpoint (an older copy of the trajectory?); "
-            "resume the file the run was writing",
+            f"the pending journal {name} does not continue the checkpoint (an older copy of the "
+            "trajectory?); resume the file the run was writing",
         )
-    return _with_pending_reply(checkpoint, last), notes
+    assert state.resume is not None and checkpoint.resume is not None
+    if checkpoint.exit_status is not ExitStatus.RUNNING or checkpoint.resume.tool_batch_pending:
+        refuse(MISMATCH, f"the pending journal {name} continues a checkpoint that cannot have been continued")
+    if record.totals.steps < state.totals.steps:
+        refuse(MISMATCH, f"the pending journal {name} counts fewer steps than the state it continues")
+    resume = state.resume.model_copy(update={"tool_batch_pending": record.pending})
+    if record.compaction is not None:
+        resume = resume.model_copy(update={"compaction": record.compaction})
+    return state.model_copy(
+        update={
+            "messages": [*state.messages, *record.messages],
+            "totals": record.totals,
+            "warnings": list(record.warnings),
+            "timing": state.timing.model_copy(update={"elapsed_seconds": record.elapsed_seconds}),
+            "resume": resume,
+        }
+    )
 
 
 def _record(line: bytes, number: int) -> JournalRecord:
@@ -126,25 +156,6 @@ def _record(line: bytes, number: int) -> JournalRecord:
         return JournalRecord.model_validate_json(text, strict=True)
     except (UnicodeDecodeError, ResumeRefused, ValueError):  # pydantic.ValidationError is a ValueError
         refuse(DAMAGED, advice)
-
-
-def _with_pending_reply(checkpoint: Trajectory, record: JournalRecord) -> Trajectory:
-    """The state the run had when it saved `record`: the reply appended, its tool batch pending."""
-    assert checkpoint.resume is not None
-    reply = record.message
-    if checkpoint.resume.tool_batch_pending or reply.role != "assistant" or not reply.tool_calls:
-        refuse(MISMATCH, "the pending journal's last record does not continue this checkpoint")
-    if record.totals.steps < checkpoint.totals.steps:
-        refuse(MISMATCH, "the pending journal's last record counts fewer steps than the checkpoint")
-    return checkpoint.model_copy(
-        update={
-            "messages": [*checkpoint.messages, reply],
-            "totals": record.totals,
-            "warnings": list(record.warnings),
-            "timing": checkpoint.timing.model_copy(update={"elapsed_seconds": record.elapsed_seconds}),
-            "resume": checkpoint.resume.model_copy(update={"tool_batch_pending": True}),
-        }
-    )
 
 
 def load_with_journal(path: str | os.PathLike[str]) -> Trajectory:

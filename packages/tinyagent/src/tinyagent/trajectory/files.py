@@ -99,34 +99,38 @@ class TrajectoryFile:
         """The pending journal this file keeps (None: no journal)."""
         return self._journal.ref if self._journal is not None else None
 
+    @property
+    def journal(self) -> PendingJournal | None:
+        """The pending journal itself (opened, appended to and erased by the run's saver)."""
+        return self._journal
+
     def encode(self, trajectory: Trajectory) -> bytes:
         return self._encoder.encode(trajectory)
 
     def write(self, data: bytes, *, sync_directory: bool = True) -> None:
         """Write encoded bytes atomically (`sync_directory`: see `write_private_atomic`).
 
-        The journal is created before the first trajectory that names it is written, and emptied
-        when it has grown long (every record in it is now in the trajectory).
+        The journal exists before the first trajectory that names it is written.
         """
         if _injected_failure():
             raise SaveError(f"injected save failure ({FAULT_ENV})")
         if self._journal is not None:
-            self._journal.open()
+            self._journal.open()  # normally opened already by the saver, before the first save
         write_private_atomic(self.path, data, no_clobber=self._must_create, sync_directory=sync_directory)
         self._must_create = False
-        if self._journal is not None:
-            self._journal.folded()
 
-    def append_pending(self, trajectory: Trajectory) -> None:
-        """Save the trajectory's last message (a reply whose tools are about to run) in the journal."""
-        from tinyagent.trajectory.journal import encode_record
+    def journal_append(self, record: bytes, *, sync: bool) -> None:
+        """Append one journal record; `sync` (the reply before a tool batch) makes it durable first.
 
-        if self._journal is None or self._must_create:  # no journal, or no trajectory on disk yet
+        A synced record counts as a save for `TINYAGENT_TEST_FAIL_SAVE`.
+        """
+        if self._journal is None:
             raise SaveError("no pending journal")
-        if _injected_failure():
+        if sync and _injected_failure():
             raise SaveError(f"injected save failure ({FAULT_ENV})")
-        self._journal.append(encode_record(self._journal.ref, trajectory))
-        _injected_kill()
+        self._journal.append(record, sync=sync)
+        if sync:
+            _injected_kill()
 
     def finish(self, trajectory: Trajectory) -> None:
         """The final save; once it landed the journal is removed (else it is kept for --resume)."""
