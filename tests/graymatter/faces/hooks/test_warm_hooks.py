@@ -2,8 +2,8 @@
 
 * The same sequence of hook runs gives byte-identical stdout, stderr and exit codes, the same stored
   facts and the same dedupe state through the warm server as in-process (GRAYMATTER_MCP_WARM=0 while the
-  warm server runs), with routing from the client's variable and the payload's cwd (the hook process's
-  own cwd is elsewhere).
+  warm server runs), routed by the client's variable from a process whose cwd is elsewhere, and by the
+  process's cwd alone (so the child must adopt both).
 * A broken store through the warm path: exit 0, nothing printed, one log line (served warm).
 * A warm server killed with SIGKILL (a stale socket), and a socket whose server refuses the request: the
   hook runs in-process with the same output, and a new warm server is launched.
@@ -142,14 +142,16 @@ SEQUENCE: list[tuple[str, dict[str, Any]]] = [
 
 
 def _run_sequence(env: dict[str, str], project: Path, elsewhere: Path) -> list[tuple[int, bytes, bytes]]:
-    """Run ``SEQUENCE`` against ``project`` (routed by CLAUDE_PROJECT_DIR and the payload's cwd, from a
-    process whose own cwd is ``elsewhere``); the exit code, stdout and stderr of each run."""
-    env = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    """Run ``SEQUENCE`` against ``project``, routed by CLAUDE_PROJECT_DIR alone (no cwd in the payload, the
+    process's own cwd ``elsewhere``), then one session-start routed by the process's cwd alone (no
+    variable): a child that did not adopt the hook process's environment and cwd would miss the store."""
+    routed = {**env, "CLAUDE_PROJECT_DIR": str(project)}
     results = []
     for event, payload in SEQUENCE:
-        done = _hook(env, event, {"cwd": str(project), **payload}, elsewhere)
+        done = _hook(routed, event, payload, elsewhere)
         results.append((done.returncode, done.stdout, done.stderr))
-    return results
+    done = _hook(env, "session-start", {"session_id": "s2", "source": "startup"}, project)
+    return [*results, (done.returncode, done.stdout, done.stderr)]
 
 
 def _stored(store: Path) -> list[tuple[str, str]]:
@@ -191,15 +193,16 @@ def test_a_hook_through_the_warm_server_prints_exactly_what_in_process_prints(
     else:
         pytest.fail("the sequence was never served by the warm server as a whole")
     cold = _run_sequence({**env, "GRAYMATTER_MCP_WARM": "0"}, cold_project, elsewhere)
-    assert [code for code, _out, _err in warm] == [0] * len(SEQUENCE)
+    runs = len(SEQUENCE) + 1
+    assert [code for code, _out, _err in warm] == [0] * runs
     assert [warm[i] for i in (0, 1, 2, 4, 5, 7)] == [cold[i] for i in (0, 1, 2, 4, 5, 7)]  # byte for byte
     assert _without_new_ids(warm) == _without_new_ids(cold)
-    assert sum(b"additionalContext" in out for _code, out, _err in warm) == 5  # the repeat injects nothing
+    assert sum(b"additionalContext" in out for _code, out, _err in warm) == 6  # the repeat injects nothing
     assert b"RabbitMQ" in warm[1][1] and warm[2][1] == b"" and b"fly.io" in warm[4][1]
     assert _stored(warm_project / ".graymatter") == _stored(cold_project / ".graymatter")
     assert _seen(warm_project / ".graymatter") == _seen(cold_project / ".graymatter")
     warm_log, cold_log = _records(warm_project / ".graymatter"), _records(cold_project / ".graymatter")
-    assert [r.pop("served") for r in warm_log] == ["warm"] * len(SEQUENCE)
+    assert [r.pop("served") for r in warm_log] == ["warm"] * runs
     assert all("served" not in r for r in cold_log)
     keys = ("client", "event", "session", "agent_id", "outcome", "chars", "tokens")
     assert [{k: r.get(k) for k in keys} for r in warm_log] == [{k: r.get(k) for k in keys} for r in cold_log]
@@ -261,7 +264,12 @@ def test_a_killed_warm_server_leaves_a_stale_socket_the_hook_survives(runtime: P
     done = _hook(env, "session-start", {**payload, "session_id": "s2"}, project)
     assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
     assert "served" not in _records(project / ".graymatter")[-1]  # in-process
-    assert _warm_pid(runtime, env) != old  # the hook launched a new warm server
+    lock = stale[0].with_suffix(".lock")
+    deadline = time.monotonic() + 60
+    while (_lock_pid(lock) in (None, old) or not _connects(stale[0])) and time.monotonic() < deadline:
+        time.sleep(0.05)  # nothing here launches one: the hook did
+    new = _lock_pid(lock)
+    assert new is not None and new != old and _alive(new) and _connects(stale[0])
 
 
 def test_a_socket_whose_server_refuses_the_request_falls_back_in_process(
