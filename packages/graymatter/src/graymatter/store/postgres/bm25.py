@@ -91,10 +91,10 @@ def _phrase_ctes(groups: Sequence[Sequence[str]], agent_ids: Sequence[str]) -> t
         "  UNION ALL SELECT s.i, sum(t.df)::bigint FROM unnest(%s::text[]) WITH ORDINALITY AS u(stem, o)"
         "  JOIN unnest(%s::int[]) WITH ORDINALITY AS s(i, o) USING (o)"
         "  JOIN gm_terms t ON t.term = u.stem GROUP BY s.i),"
-        f" q AS (SELECT d.i, {_IDF_SQL} AS idf,"
+        f" q AS MATERIALIZED (SELECT d.i, {_IDF_SQL} AS idf,"
         " CASE WHEN n.tokens = 0 THEN 1::float8 ELSE n.tokens::float8 / n.docs::float8 END AS avgdl"
         " FROM d CROSS JOIN n WHERE n.docs > 0 AND d.df > 0)"
-    )
+    )  # q materialized: inlined, the planner recounted d (all of g) for every row of g
     return ctes, params
 
 

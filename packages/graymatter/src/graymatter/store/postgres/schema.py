@@ -135,6 +135,15 @@ _MIGRATIONS: dict[int, list[str]] = {
         """ALTER TABLE gm_postings ADD CONSTRAINT gm_postings_pkey PRIMARY KEY (term, agent_id, fact_id)
            INCLUDE (tf, doc_len, created_at, confidence, positions)""",
         "DROP INDEX IF EXISTS gm_facts_tsv",
+        # the vector graph over half-precision copies (vectors.py), rebuilt once for the stored dimension
+        """DO $$ DECLARE dim int; BEGIN
+             SELECT value::int INTO dim FROM gm_meta WHERE key = 'embedding_dim';
+             DROP INDEX IF EXISTS gm_vectors_hnsw;
+             IF dim IS NOT NULL THEN
+               EXECUTE format('CREATE INDEX gm_vectors_hnsw ON gm_vectors USING hnsw'
+                 ' ((embedding::halfvec(%s)) halfvec_cosine_ops) WITH (ef_construction = 32)', dim);
+             END IF;
+           END $$""",
     ],
 }
 

@@ -32,12 +32,11 @@ def stored_positions(positions: dict[str, list[int]]) -> dict[str, list[int]]:
     }
 
 
-def tsvector_literal(positions: dict[str, list[int]]) -> str:
-    """A ``tsvector`` input literal: each stem with its token positions (PostgreSQL keeps <= 256 each)."""
-    return " ".join(
-        _quote_lexeme(stem) + ":" + ",".join(str(p) for p in places)
-        for stem, places in stored_positions(positions).items()
-    )
+def tsvector_literal(positions: dict[str, list[int]], *, stored: bool = False) -> str:
+    """A ``tsvector`` input literal: each stem with its token positions (PostgreSQL keeps <= 256 each);
+    ``stored``: ``positions`` is already what :func:`stored_positions` returns."""
+    kept = positions if stored else stored_positions(positions)
+    return " ".join(_quote_lexeme(stem) + ":" + ",".join(map(str, places)) for stem, places in kept.items())
 
 
 def tsquery_phrase(stems: Sequence[str]) -> str:
