@@ -9,6 +9,8 @@ Questions of categories 1-4 with evidence are recalled; results are reported ove
 two disjoint splits of the five conversations: ``dev`` (conv-26, conv-30, conv-41, where the weights of
 ADR 0002 were chosen) and ``held-out`` (conv-42, conv-43). Compared in the same run with an independent
 plain SQLite FTS5 BM25 baseline. The data is read from the shared bench-data folder and never copied.
+When the ``embed`` extra and its model are installed, both tasks are also measured with the local MiniLM
+vectors (stores built once, then cached) and held against the default and the embed targets.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ REFERENCE = {"bm25_hit_at_10": 0.671, "bm25_mrr": 0.453, "best_fusion_hit_at_10"
 TARGET = {"hit_at_10": 0.76, "mrr": 0.50}
 OBSERVATION_TARGET = {"hit_at_10": 0.72, "mrr": 0.54}
 DEFAULT_LABEL = "graymatter default (keyword-only, offline)"
+EMBED_LABEL = "graymatter with the embed extra (local MiniLM)"
+EMBED_TARGET = {"hit_at_10": 0.78, "mrr": 0.56}
 BASELINE_LABEL = "FTS5 BM25 baseline (same run)"
 SPLITS = {"dev": ("conv-26", "conv-30", "conv-41"), "held-out": ("conv-42", "conv-43")}
 CACHE_VERSION = "v2"  # stores written with sessions (ADR 0011); older caches are not reused
@@ -97,7 +101,8 @@ def _graymatter(
     from graymatter.retrieval.pipeline import RecallRequest, run_recall
 
     def build(conv: Conversation) -> Ranker:
-        memory = _memory(task, conv, sessions, embedder() if embedder else None)
+        vectors = embedder() if embedder else None
+        memory = _memory(task, conv, sessions, vectors)
         owners = _owners(_turn_units(conv) if task == "turns" else _observation_units(conv))
         defaults = RecallRequest(agent_ids=(conv.sample_id,), query="", top_k=DEPTH)
 
@@ -105,7 +110,9 @@ def _graymatter(
             if changes:
                 texts = [
                     r.candidate.fact.text
-                    for r in run_recall(memory.store, replace(defaults, query=query, **changes)).results
+                    for r in run_recall(
+                        memory.store, replace(defaults, query=query, **changes), vectors
+                    ).results
                 ]
             else:
                 texts = [hit.text for hit in memory.recall(conv.sample_id, query, top_k=DEPTH)]
@@ -120,6 +127,29 @@ def _hashing() -> Any:
     from graymatter.engine.embeddings import HashingEmbedder
 
     return HashingEmbedder()
+
+
+_ONNX: list[Any] = []
+
+
+def _onnx() -> Any:
+    """The local MiniLM embedder of the ``embed`` extra (loaded once per run)."""
+    if not _ONNX:
+        from graymatter.config import MemoryConfig
+        from graymatter.engine.embeddings import OnnxEmbedder, onnx_model_files
+
+        files = onnx_model_files(MemoryConfig())
+        assert files is not None
+        _ONNX.append(OnnxEmbedder(*files))
+    return _ONNX[0]
+
+
+def embed_installed() -> bool:
+    """Whether the ``embed`` extra and its model are installed (its rows are measured only then)."""
+    from graymatter.config import MemoryConfig
+    from graymatter.engine.embeddings import onnx_model_files
+
+    return onnx_model_files(MemoryConfig()) is not None
 
 
 def _systems(task: str) -> list[tuple[str, Build]]:
@@ -137,8 +167,16 @@ def _systems(task: str) -> list[tuple[str, Build]]:
         ("  ablation: no phrase bonus", _graymatter(task, phrase_weight=0.0)),
         ("  ablation: strict recency ranks", _graymatter(task, recency_resolution_s=0.0)),
         ("  ablation: recency weight 0", _graymatter(task, weights=SignalWeights(recency=0.0))),
-        ("  with hashing vectors (lexical, weight 1.0)", _graymatter(task, embedder=_hashing)),
+        ("  with hashing vectors (lexical, trust-weighted)", _graymatter(task, embedder=_hashing)),
     ]
+    if embed_installed():
+        rows += [
+            (EMBED_LABEL, _graymatter(task, embedder=_onnx)),
+            (
+                "  embed ablation: vector at full weight (no trust)",
+                _graymatter(task, embedder=_onnx, trust_vectors=False),
+            ),
+        ]
     return rows
 
 
@@ -253,5 +291,26 @@ def run(quick: bool) -> dict[str, Any]:
             f"{target['hit_at_10']} / {target['mrr']}: {verdict}"
             + (" (quick run: two conversations)" if quick else "")
         )
+    if EMBED_LABEL in observations:
+        out["embed"] = _embed_verdict(turns, observations)
+    else:
+        print("embed extra not installed: its rows were not measured (pip install 'graymatter[embed]')")
     out["tables"] = tables
     return out
+
+
+def _embed_verdict(turns: dict[str, Any], observations: dict[str, Any]) -> dict[str, Any]:
+    """Held-out verdicts for the embed extra: never worse than the default, observations >= target."""
+    verdict: dict[str, Any] = {"target": EMBED_TARGET}
+    for name, result in (("turns", turns), ("observations", observations)):
+        held, base = (result[label]["splits"]["held-out"] for label in (EMBED_LABEL, DEFAULT_LABEL))
+        not_worse = held["hit_at_k"] >= base["hit_at_k"] and held["mrr"] >= base["mrr"]
+        verdict[f"{name}_not_worse"] = not_worse
+        print(
+            f"{name} with embed: held-out {held['hit_at_k']:.3f} / {held['mrr']:.3f} against the default "
+            f"{base['hit_at_k']:.3f} / {base['mrr']:.3f}: {'not worse' if not_worse else 'WORSE'}"
+        )
+    verdict["observation_target_met"] = _met(observations[EMBED_LABEL], EMBED_TARGET, "held-out")
+    met = "met" if verdict["observation_target_met"] else "NOT met"
+    print(f"observations with embed against {EMBED_TARGET['hit_at_10']} / {EMBED_TARGET['mrr']}: {met}")
+    return verdict

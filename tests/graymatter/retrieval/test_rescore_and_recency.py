@@ -1,5 +1,5 @@
-"""Keyword re-scoring (coverage, temporal intent) and recency that never outvotes evidence
-(packages/graymatter/src/graymatter/retrieval/rescore.py and fusion.evidence_order)."""
+"""Keyword re-scoring (coverage, temporal intent), recency that never outvotes evidence, and vector trust
+(packages/graymatter/src/graymatter/retrieval/rescore.py; fusion.evidence_order and fusion.vector_trust)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,17 @@ from hypothesis import strategies as st
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
+from graymatter.engine.embeddings import HashingEmbedder
 from graymatter.ids import new_ulid
 from graymatter.models import ExportBundle, Fact, Provenance, SignalWeights, utcnow
-from graymatter.retrieval.fusion import NEAR_TIE, evidence_order
+from graymatter.retrieval.fusion import (
+    NEAR_TIE,
+    VECTOR_SEPARATION,
+    evidence_order,
+    rrf_score,
+    trusted_weights,
+    vector_trust,
+)
 from graymatter.retrieval.keyword import KeywordEvidence
 from graymatter.retrieval.relevance import stems
 from graymatter.retrieval.rescore import asks_when, rescore, says_when
@@ -173,3 +181,43 @@ def test_evidence_order_never_puts_a_much_weaker_match_first(rows, resolution: f
                 # Only an equally strong (within NEAR_TIE), strictly newer match may go first.
                 assert score[ahead] >= (1 - NEAR_TIE) * score[behind]
                 assert created[ahead] > created[behind]
+
+
+# -- vector trust ------------------------------------------------------------------------------
+def _profile(top: float, rest: float, n: int = 30) -> dict[str, float]:
+    return {"best": top, **{f"f{i}": rest for i in range(n)}}
+
+
+def test_vector_trust_follows_separation_and_keyword_coverage() -> None:
+    assert vector_trust(_profile(0.9, 0.5), 0.0) == pytest.approx(1.0)  # stands out by 0.4 >= 0.25
+    assert vector_trust(_profile(0.6, 0.5), 0.0) == pytest.approx(0.1 / VECTOR_SEPARATION)
+    assert vector_trust(_profile(0.5, 0.5), 0.0) == 0.0  # a flat profile says nothing
+    assert vector_trust(_profile(0.9, 0.5), 2 / 3) == pytest.approx(1 / 3)
+    assert vector_trust(_profile(0.9, 0.5), 1.0) == 0.0  # every word matched: no paraphrase needed
+    assert vector_trust({"a": 0.8, "b": 0.4}, 0.5) == pytest.approx(0.5)  # too few neighbours to profile
+
+
+def test_trusted_weights_scale_only_the_vector_weight() -> None:
+    weights = SignalWeights(keyword=1.0, vector=0.8, recency=0.5)
+    scaled = trusted_weights(weights, _profile(0.6, 0.5), 0.5)
+    assert (scaled.keyword, scaled.recency) == (1.0, 0.5)
+    assert scaled.vector == pytest.approx(0.8 * 0.5 * 0.1 / VECTOR_SEPARATION)
+    assert trusted_weights(weights, {}, 0.0) is weights
+    assert trusted_weights(weights, _profile(0.6, 0.5), 0.5, trust=False) is weights
+
+
+def test_explanations_report_the_trusted_weights(tmp_path: Path) -> None:
+    mem = Memory(tmp_path / "gm", config=MemoryConfig(async_consolidate=False), embedder=HashingEmbedder())
+    try:
+        for i in range(20):
+            mem.remember("a", f"note {i} about the printer toner on floor {i}")
+        mem.remember("a", "The billing service is owned by Alice")
+        hits = mem.recall_explain("a", "who owns the billing service?")
+        assert hits and hits[0].text == "The billing service is owned by Alice"
+        for hit in hits:
+            r = hit.ranks
+            assert hit.weights.vector <= 1.0
+            recomputed = rrf_score(r.keyword_rank, r.vector_rank, r.recency_rank, hit.weights, r.k)
+            assert r.fused_score == pytest.approx(recomputed, rel=1e-12)
+    finally:
+        mem.close()

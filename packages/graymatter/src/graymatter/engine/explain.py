@@ -79,7 +79,7 @@ def _receipt(
             fused_score=item.fused_score,
             k=request.k,
         ),
-        weights=request.weights,
+        weights=outcome.weights or request.weights,
         ranking=RankingPolicy(
             base_score=item.fused_score,
             final_score=item.final_score,

@@ -11,6 +11,11 @@ keyword rank (:func:`evidence_order`). A fact that matches more of the query is 
 weaker match because it is older. Without a relevance signal (an empty query, recency-only weights) the
 recency rank votes as before, so a session-start window is still the newest facts.
 
+The vector signal is weighed by how much it can be trusted for this store and query
+(:func:`trusted_weights`): its weight shrinks as the best keyword match covers more of the query (words
+the facts share need no paraphrase) and as the nearest neighbour stands out less from the rest of the
+store's facts (a flat similarity profile is a weak signal). Keyword-only recall is unchanged.
+
 Scoring needs only ranks, ``created_at`` and the confidence label, so :func:`order` works on light
 :class:`Scored` rows and :func:`select` loads full facts lazily, best first, only until ``top_k``
 distinct texts are found: a recall decodes about ``top_k`` facts instead of its whole pool.
@@ -209,3 +214,34 @@ def evidence_order(
             group[fid] = -int(newest * 1000)
         out.extend(sorted(tier, key=lambda f: group[f]))  # stable: score order inside a group
     return out
+
+
+VECTOR_SEPARATION = 0.25
+"""Cosine by which the nearest neighbour must stand out from the 10th-30th nearest for full trust."""
+
+
+def vector_trust(similarity: Mapping[str, float], best_coverage: float) -> float:
+    """How far the vector signal can be trusted for this query, in [0, 1].
+
+    ``(1 - best_coverage) x min(1, separation / VECTOR_SEPARATION)``, where ``best_coverage`` is the share
+    of the query's words the best keyword match contains and ``separation`` is the nearest neighbour's
+    cosine minus the mean cosine of the 10th to 30th nearest (0 with fewer than 11 neighbours).
+    """
+    values = sorted(similarity.values(), reverse=True)
+    if len(values) <= 10:
+        return 0.0 if best_coverage >= 1.0 else 1.0 - best_coverage
+    tail = values[9:30]
+    separation = values[0] - sum(tail) / len(tail)
+    strength = max(0.0, min(1.0, separation / VECTOR_SEPARATION))
+    return max(0.0, 1.0 - best_coverage) * strength
+
+
+def trusted_weights(
+    weights: SignalWeights, similarity: Mapping[str, float], best_coverage: float, trust: bool = True
+) -> SignalWeights:
+    """``weights`` with the vector weight scaled by :func:`vector_trust` (unchanged without neighbours,
+    or when ``trust`` is off: the equal-weight fusion of earlier releases, kept for the ablation)."""
+    if not (trust and similarity) or weights.vector <= 0:
+        return weights
+    vector = weights.vector * vector_trust(similarity, best_coverage)
+    return SignalWeights.model_construct(keyword=weights.keyword, vector=vector, recency=weights.recency)

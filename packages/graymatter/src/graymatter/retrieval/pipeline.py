@@ -23,7 +23,7 @@ from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
 from graymatter.models import Fact, SignalWeights, default_weights
-from graymatter.retrieval.fusion import Fused, evidence_order, order, select
+from graymatter.retrieval.fusion import Fused, evidence_order, order, select, trusted_weights
 from graymatter.retrieval.keyword import (
     CONTEXT_MAX_GAP_S,
     CONTEXT_SOURCES,
@@ -37,7 +37,7 @@ from graymatter.retrieval.keyword import (
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
 from graymatter.retrieval.relevance import relevance, word_groups
-from graymatter.retrieval.rescore import COVERAGE_WEIGHT, TEMPORAL_WEIGHT, rescore
+from graymatter.retrieval.rescore import COVERAGE_WEIGHT, TEMPORAL_WEIGHT, RescoredEvidence, rescore
 from graymatter.store.base import Store
 
 
@@ -78,6 +78,7 @@ class RecallRequest:
     min_vector_similarity: float = DEFAULT_MIN_VECTOR_SIMILARITY
     coverage_weight: float = COVERAGE_WEIGHT
     temporal_weight: float = TEMPORAL_WEIGHT
+    trust_vectors: bool = True
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,8 @@ class RecallOutcome:
     """Per keyword-ranked fact: ``("match" | "phrase" | "context", lending fact id or None)``."""
     relevance: dict[str, float | None] = field(default_factory=dict)
     """Per result: the readable relevance figure of :mod:`.relevance` (None for a query without words)."""
+    weights: SignalWeights | None = None
+    """The weights the fusion used: the request's, with the vector weight scaled by its trust."""
 
 
 def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
@@ -205,6 +208,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     )
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
     info = {fid: row for fid, row in info.items() if fid in members}
+    weights = trusted_weights(weights, similarity, _best_coverage(evidence), request.trust_vectors)
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
     load = _fact_loader(store, allowed)
     results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
@@ -215,7 +219,13 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         vector_used,
         sources,
         _relevance(store, request, groups, results, similarity, sources),
+        weights,
     )
+
+
+def _best_coverage(evidence: KeywordEvidence) -> float:
+    """The share of the query the best keyword match covers (0 when keyword evidence was not re-scored)."""
+    return evidence.best_coverage if isinstance(evidence, RescoredEvidence) else 0.0
 
 
 def _relevance(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from graymatter.retrieval.keyword import KeywordEvidence
 from graymatter.retrieval.relevance import coverage, stems, word_groups
@@ -49,6 +50,13 @@ _YEAR = re.compile(r"^(?:1[89]|20)\d\d$")
 @functools.cache
 def _time_stems() -> frozenset[str]:
     return frozenset(stem for word in stems(_TIME_WORDS.split()) for stem in word)
+
+
+@dataclass
+class RescoredEvidence(KeywordEvidence):
+    """Keyword evidence after :func:`rescore`, with the best query coverage among the re-scored matches."""
+
+    best_coverage: float = 0.0
 
 
 def asks_when(query: str) -> bool:
@@ -80,8 +88,11 @@ def rescore(
     texts = {fact.id: fact.text for fact in store.get_facts(best)}
     ids = [fid for fid in best if fid in texts]
     factor: dict[str, float] = {}
+    best_covered = 0.0
     for fid, fact_stems in zip(ids, stems([texts[fid] for fid in ids]), strict=True):
-        value = 1.0 + coverage_weight * coverage(query_groups, fact_stems)
+        covered = coverage(query_groups, fact_stems)
+        best_covered = max(best_covered, covered)
+        value = 1.0 + coverage_weight * covered
         if temporal and says_when(fact_stems):
             value *= 1.0 + temporal_weight
         factor[fid] = value
@@ -92,4 +103,4 @@ def rescore(
         for borrower, offers in evidence.loans.items()
     }
     own = {fid: score * factor.get(fid, 1.0) for fid, score in evidence.own.items()}
-    return KeywordEvidence(own=own, sources=dict(evidence.sources), loans=loans)
+    return RescoredEvidence(own=own, sources=dict(evidence.sources), loans=loans, best_coverage=best_covered)
