@@ -160,14 +160,17 @@ class TinyAgent(Agent):
 
 
 class TinyAgentNoFsync(TinyAgent):
-    """Measurement only: the same run with os.fsync replaced by a no-op inside the tinyagent process,
+    """Measurement only: the same run with os.fsync/os.fdatasync as no-ops inside the tinyagent process,
     so the difference to the `tinyagent` row is what per-turn durability costs (mini never fsyncs)."""
 
     name = "tinyagent, fsync off (measurement only)"
 
     def command(self, base_url: str, run_dir: Path, steps: int) -> tuple[list[str], dict[str, str]]:
         cmd, env = super().command(base_url, run_dir, steps)
-        shim = "import os, sys; os.fsync = lambda fd: None; from tinyagent.cli import main; sys.exit(main())"
+        shim = (
+            "import os, sys; os.fsync = os.fdatasync = lambda fd: None; "
+            "from tinyagent.cli import main; sys.exit(main())"
+        )
         args = cmd[1:] if cmd[0].endswith("tinyagent") else cmd[3:]
         return [sys.executable, "-c", shim, *args], env
 

@@ -131,7 +131,7 @@ def test_a_damaged_complete_record_is_refused(ws: Workspace) -> None:
         result = ws.resume(source, "continued.json", "--resume-pending=mark-interrupted")
         line = assert_refused(result, "pending journal damaged", output=ws.root / "continued.json")
         assert "line 1" in line
-    journal.write_bytes(tail + first + b"\n")  # each record starts where the previous one ended
+    journal.write_bytes(first + b"\n" + first + b"\n" + tail)  # each record starts where the previous ended
     result = ws.resume(source, "continued.json", "--resume-pending=mark-interrupted")
     assert_refused(result, "pending journal damaged", output=ws.root / "continued.json")
     assert ws.stub.requests == []

@@ -252,9 +252,9 @@ def test_hard_kill_during_a_tool_batch_leaves_the_reply_saved_as_pending(ws: Wor
     """The crash window is closed: the reply was saved, marked pending, before its tools ran; a plain
     --resume refuses it with its own category, sending nothing and running nothing."""
     source = _kill_during_a_batch(ws, [BLOCKING, AFTER])
-    on_disk = load(source)  # the last full save, before the second reply; the reply is in the journal
+    on_disk = load(source)  # the last full rewrite that landed; the later turns are in the journal
     assert on_disk["resume"]["tool_batch_pending"] is False
-    assert [c["id"] for m in on_disk["messages"] for c in m["tool_calls"]] == ["call_a"]
+    assert [c["id"] for m in on_disk["messages"] for c in m["tool_calls"]] in ([], ["call_a"])
     saved = json.loads(load_with_journal(source).model_dump_json())
     assert saved["exit_status"] == "Running"
     assert saved["resume"]["tool_batch_pending"] is True

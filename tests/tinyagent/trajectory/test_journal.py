@@ -160,3 +160,31 @@ def test_a_damaged_complete_line_is_refused(line: bytes) -> None:
     with pytest.raises(ResumeRefused) as refused:
         fold_journal(checkpoint, line + b"\n" + record)
     assert refused.value.category == DAMAGED
+
+
+def test_records_replay_in_order_with_the_compacted_view_they_carry() -> None:
+    """Two turns after the checkpoint: the results of the first, then a reply (pending) made after a
+    compaction; the replayed state has both turns, the last record's totals and the compaction."""
+    from tinyagent.trajectory.models import Compaction
+
+    checkpoint, first = _pending_pair()
+    assert checkpoint.resume is not None and checkpoint.resume.journal is not None
+    ref = checkpoint.resume.journal
+    state, _ = fold_journal(checkpoint, first)
+    state.messages.append(Message(role="tool", content="ok", tool_call_id="call_9", name="bash"))
+    results = encode_record(ref, state, len(state.messages) - 1, pending=False, compaction=None)
+    compaction = Compaction(summary="the story so far", through=4)
+    state.messages.append(
+        Message(role="assistant", tool_calls=[ToolCall(id="c2", name="bash", arguments="{}")])
+    )
+    state.totals.steps += 2
+    reply = encode_record(ref, state, len(state.messages) - 1, pending=True, compaction=compaction)
+    folded, notes = fold_journal(checkpoint, first + results + reply)
+    assert notes == []
+    assert [m.role for m in folded.messages[len(checkpoint.messages) :]] == ["assistant", "tool", "assistant"]
+    assert folded.totals.steps == state.totals.steps
+    assert folded.resume is not None and folded.resume.tool_batch_pending
+    assert folded.resume.compaction == compaction
+    not_pending, _ = fold_journal(checkpoint, first + results)
+    assert not_pending.resume is not None and not not_pending.resume.tool_batch_pending
+    assert not_pending.resume.compaction is None

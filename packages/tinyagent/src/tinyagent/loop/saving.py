@@ -3,8 +3,9 @@
 With a journal (a `TrajectoryFile` whose journal the trajectory names, `trajectory/journal.py`), every
 save point first appends the messages since the previous one to the journal: a plain write at a
 checkpoint, an `fdatasync`ed one for a reply whose tools are about to run. The full rewrite of the
-trajectory is then handed to one worker thread (fresh mode) and never waited for on the way to a tool
-batch, except until the very first one landed; the journal covers what it has not written yet. Without
+trajectory is then handed to one worker thread (fresh mode), at most every `SNAPSHOT_INTERVAL_S`, and
+never waited for on the way to a tool batch, except until the very first one landed; the journal covers
+what it has not written yet, and the final save writes everything. Without
 a journal (a plain save callable, or once the journal failed) the previous checkpoint is waited for
 before a tool batch and the reply is saved in full, marked pending. In resume mode (`stop_on_failure`)
 every full save is synchronous.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,6 +26,9 @@ from tinyagent.trajectory.models import Trajectory
 __all__ = ["SaveFn", "Saver"]
 
 SaveFn = Callable[[Trajectory], None]
+
+SNAPSHOT_INTERVAL_S = 1.0
+"""With a journal, how often at most the whole trajectory is rewritten during a run (fresh mode)."""
 
 
 class Saver:
@@ -43,6 +48,7 @@ class Saver:
         self._journaled = -1  # messages the journal's records (or the first save) cover; -1: not started
         self._compaction: object = None  # the compacted view the journal last recorded
         self._landed = -1  # messages held by the newest full save that landed (synchronous ones)
+        self._submitted_at: float | None = None  # when the newest full rewrite was handed to the worker
 
     # -- the journal ----------------------------------------------------------------------------
     def _journal_save(self, traj: Trajectory) -> Any:
@@ -154,6 +160,9 @@ class Saver:
         self._collect()
         if not journaled:
             self.finish_pending()
+        elif not self._snapshot_due():
+            return True  # the journal holds this turn; the next full rewrite will too
+        self._submitted_at = time.monotonic()
         self.saves += 1
         encode, write = getattr(self.save, "encode", None), getattr(self.save, "write", None)
         if callable(encode) and callable(write):
@@ -170,6 +179,16 @@ class Saver:
             self._worker = SaveWorker()
         self._worker.submit(job, len(traj.messages))
         return True
+
+    def _snapshot_due(self) -> bool:
+        """With a journal, the full rewrite runs at most every SNAPSHOT_INTERVAL_S (and whenever the
+        journal is long, so that it can be erased once the rewrite landed)."""
+        from tinyagent.trajectory.journal import ROTATE_BYTES
+
+        journal = getattr(self.save, "journal", None)
+        if self._submitted_at is None or (journal is not None and journal.used > ROTATE_BYTES):
+            return True
+        return time.monotonic() - self._submitted_at >= SNAPSHOT_INTERVAL_S
 
     def save_final(self, traj: Trajectory) -> bool:
         """The run's last save (its ending); it also removes the pending journal once it landed."""
