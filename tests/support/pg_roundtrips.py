@@ -1,9 +1,11 @@
 """Count PostgreSQL round trips from outside the client: a Unix-socket relay between psycopg and the server.
 
-A round trip is a client message burst that follows a server reply (or opens the connection): the client
-sent something and then had to wait for an answer before it could send again. Statements sent together in
-one pipeline count once; a statement per call counts once per call. The relay knows nothing of graymatter,
-so it measures what the store really does on the wire.
+The relay reads the frontend/backend protocol the client sends and counts the messages after which the
+client waits for the server's ReadyForQuery: ``Sync`` (the end of an extended-protocol request, or of a
+whole pipeline) and ``Query`` (a simple-protocol statement). Statements sent together in one pipeline
+count once; a statement per call counts once per call; a statement psycopg prepares outside a pipeline
+counts twice (the Parse waits on its own Sync). The relay knows nothing of graymatter, so it measures
+what the store really does on the wire.
 
 Usage::
 
@@ -20,6 +22,7 @@ import contextlib
 import os
 import selectors
 import socket
+import struct
 import tempfile
 import threading
 from pathlib import Path
@@ -32,6 +35,30 @@ def _socket_path(dsn: str) -> tuple[str, str]:
     host = parse_qs(parts.query)["host"][0]
     port = str(parts.port or 5432)
     return os.path.join(host, f".s.PGSQL.{port}"), port
+
+
+class _ClientStream:
+    """The client's side of one connection, split into protocol messages (the first one untyped)."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._started = False
+
+    def feed(self, data: bytes) -> int:
+        """Take bytes the client sent; return how many ``Sync``/``Query`` messages they completed."""
+        self._buffer += data
+        waits = 0
+        while True:
+            head = 0 if not self._started else 1
+            if len(self._buffer) < head + 4:
+                return waits
+            size = struct.unpack(">i", self._buffer[head : head + 4])[0]
+            if len(self._buffer) < head + size:
+                return waits
+            kind = self._buffer[:1] if self._started else b""
+            self._buffer = self._buffer[head + size :]
+            self._started = True
+            waits += kind in (b"S", b"Q")
 
 
 class RoundTripRelay:
@@ -72,7 +99,7 @@ class RoundTripRelay:
                     client, _ = self._listener.accept()
                     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                     server.connect(self._target)
-                    state = [True]  # the first client bytes open a turn
+                    state = _ClientStream()
                     selector.register(client, selectors.EVENT_READ, (server, True, state))
                     selector.register(server, selectors.EVENT_READ, (client, False, state))
                     continue
@@ -81,7 +108,7 @@ class RoundTripRelay:
 
     def _relay(
         self, selector: selectors.BaseSelector, source: socket.socket, peer: socket.socket, from_client: bool,
-        state: list[bool],
+        state: _ClientStream,
     ) -> None:  # fmt: skip
         try:
             data = source.recv(1 << 16)
@@ -93,12 +120,11 @@ class RoundTripRelay:
                     selector.unregister(sock)
                 sock.close()
             return
-        if from_client and state[0]:
-            with self._lock:
-                self._turns += 1
-            state[0] = False
-        elif not from_client:
-            state[0] = True
+        if from_client:
+            waits = state.feed(data)
+            if waits:
+                with self._lock:
+                    self._turns += waits
         peer.sendall(data)
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ import psycopg
 
 from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.fts import FtsTokenizer
-from graymatter.store.postgres.connection import PostgresConnections
+from graymatter.store.postgres.connection import PostgresConnections, fetch
 from graymatter.store.postgres.rows import DIALECT
 from graymatter.store.postgres.tokenizer import clip_lexeme
 from graymatter.store.rows import searchable_terms
@@ -143,9 +143,9 @@ def phrase_parts_query(
 def _stem_frequencies(c: psycopg.Connection[Any], stems: Sequence[str]) -> dict[str, int]:
     if not stems:
         return {}
-    rows = c.execute(
-        "SELECT term, sum(df)::bigint FROM gm_terms WHERE term = ANY(%s) GROUP BY term", (list(stems),)
-    ).fetchall()
+    rows = fetch(
+        c, "SELECT term, sum(df)::bigint FROM gm_terms WHERE term = ANY(%s) GROUP BY term", (list(stems),)
+    )
     return {r[0]: int(r[1]) for r in rows}
 
 
@@ -168,7 +168,7 @@ def _word_search(
 ) -> list[ScoredId]:
     """BM25 of single-word terms, summed in SQL over the covering postings index (one statement)."""
     clause, params = word_params(stems, agent_ids, limit, confidences)
-    rows = c.execute(_WORD_SQL.format(confidence=clause), params).fetchall()
+    rows = fetch(c, _WORD_SQL.format(confidence=clause), params)
     return [ScoredId(r[0], float(r[1])) for r in rows]
 
 
@@ -204,7 +204,7 @@ class PostgresKeywordSearch(PostgresConnections):
             return []
         if any(len(g) > 1 for g in groups):
             query, params = phrase_query(groups, agent_ids, limit, confidences)
-            rows = self._read(lambda c: c.execute(query, params).fetchall())
+            rows = self._read(lambda c: fetch(c, query, params))
             return [ScoredId(r[0], float(r[1])) for r in rows]
         stems = [g[0] for g in groups]
         return self._read(lambda c: _word_search(c, stems, agent_ids, limit, confidences))

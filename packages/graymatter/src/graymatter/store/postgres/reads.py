@@ -12,7 +12,7 @@ from graymatter.models import Fact, MemoryStats
 from graymatter.store.base import Confidences
 from graymatter.store.listings import SharedListings
 from graymatter.store.paging import PageSpelling
-from graymatter.store.postgres.connection import PostgresConnections
+from graymatter.store.postgres.connection import PostgresConnections, fetch
 from graymatter.store.postgres.rows import DIALECT, one, utc
 from graymatter.store.postgres.schema import SESSION_SQL
 from graymatter.store.records import SharedRecords
@@ -84,7 +84,7 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
     def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
         """Rows of ``select`` (``{ids}`` = a condition "is one of ids") over ``ids``, in one query."""
         query = select.format(ids="= ANY(%s)")
-        return self._read(lambda c: c.execute(query, (ids,)).fetchall()) if ids else []
+        return self._read(lambda c: fetch(c, query, (ids,))) if ids else []
 
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
@@ -114,7 +114,7 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
         ids = list(dict.fromkeys(fact_ids))
         if not ids or window <= 0:
             return {}
-        rows = self._read(lambda c: c.execute(_NEIGHBOURS_SQL, (window, window, ids)).fetchall())
+        rows = self._read(lambda c: fetch(c, _NEIGHBOURS_SQL, (window, window, ids)))
         found = {r[0]: list(r[1] or ()) for r in rows}
         return {fid: found[fid] for fid in ids if fid in found}
 
@@ -123,7 +123,7 @@ class PostgresFactReads(SharedRecords, SharedListings, PostgresConnections):
         if not agent_ids or limit <= 0 or confidences == []:
             return []
         query, params = recent_query(agent_ids, limit, confidences)
-        rows = self._read(lambda c: c.execute(query, params).fetchall())
+        rows = self._read(lambda c: fetch(c, query, params))
         return [r[0] for r in rows]
 
     def _stats_row(self, c: psycopg.Connection[Any], agent_id: str) -> MemoryStats:

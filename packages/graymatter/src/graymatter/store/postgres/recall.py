@@ -28,6 +28,7 @@ import psycopg
 from graymatter.models import Fact
 from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.postgres.bm25 import WORD_CTE, PostgresKeywordSearch, phrase_parts_query, word_params
+from graymatter.store.postgres.connection import fetch
 from graymatter.store.postgres.reads import LENDER_SQL, NEIGHBOUR_IDS_SQL, PostgresFactReads, recent_query
 from graymatter.store.postgres.rows import decode_fact, utc
 from graymatter.store.rows import FACT_COLUMNS
@@ -48,10 +49,23 @@ _HITS_SQL = (
     " LEFT JOIN ranked h ON h.fact_id = f.id LEFT JOIN lend l ON l.id = f.id"
     " WHERE f.id = ANY(ARRAY(SELECT id FROM want))"  # by primary key, never a scan
 )
+_LENDERS_SQL = (
+    f"WITH lend AS (SELECT a.id, {NEIGHBOUR_IDS_SQL} AS ids FROM gm_facts a"
+    f" WHERE a.id = ANY(%s) AND {LENDER_SQL}),"
+    " want AS (SELECT id FROM lend UNION SELECT unnest(ids) FROM lend)"
+    f" SELECT {_F_COLUMNS}, NULL::float8, NULL::bigint, l.id IS NOT NULL, l.ids FROM gm_facts f"
+    " LEFT JOIN lend l ON l.id = f.id WHERE f.id = ANY(ARRAY(SELECT id FROM want))"
+)
+"""Neighbours of the given facts, with the rows of the lenders and their neighbours (the shape of
+``_HITS_SQL``)."""
 """The word search (``WORD_CTE``), the neighbours of its best hits, and the rows of all of them."""
+_ALIASES_SQL = (
+    f"SELECT {FACT_COLUMNS} FROM gm_facts WHERE agent_id = ANY(%s) AND kind = 'alias'"
+    " AND superseded_by IS NULL ORDER BY created_at, id"
+)
 
 
-KEYWORD, PHRASES, NEIGHBOURS, RECENT, RANKS = range(1, 6)
+START, KEYWORD, PHRASES, NEIGHBOURS, RECENT, RANKS = range(6)
 """The order in which the pipeline makes its calls: the read answers the phrase search, the neighbours
 and the newest facts once each, in this order; ranking columns and rows (``RANKS``) at any point."""
 
@@ -61,6 +75,8 @@ class Hints:
     """The shapes of the pipeline's later calls, as last seen (they follow its configuration)."""
 
     recent: int = 50
+    confidences: tuple[str, ...] | None = None
+    """The last confidence filter a recall's newest facts were asked with (read ahead too)."""
     window: int = 2
     lenders: int = 20
 
@@ -72,7 +88,9 @@ class RecallRead:
     scope: tuple[tuple[str, ...], tuple[str, ...] | None, int]
     generation: int
     born: float = field(default_factory=time.monotonic)
-    stage: int = KEYWORD
+    stage: int = START
+    agents: tuple[str, ...] = ()
+    """The namespaces whose newest facts were read (by the aliases call, which opens a recall)."""
     phrases: list[str] = field(default_factory=list)
     """The adjacent query-term pairs read ahead; per matching fact, each one's BM25 part."""
     phrase_parts: list[tuple[str, datetime, dict[int, float]]] = field(default_factory=list)
@@ -80,7 +98,9 @@ class RecallRead:
     lenders: dict[str, list[str]] = field(default_factory=dict)
     asked: set[str] = field(default_factory=set)
     """Facts whose neighbours were read (those not in ``lenders`` cannot lend)."""
-    recent: list[str] | None = None
+    recent: list[tuple[tuple[str, ...] | None, list[tuple[str, str]]]] | None = None
+    """The newest live facts of ``agents`` (``(id, confidence)``, at most ``recent_limit``), per filter read
+    (``None``: unfiltered)."""
     recent_limit: int = 0
     rank: dict[str, tuple[datetime, str]] = field(default_factory=dict)
     rows: dict[str, Sequence[Any]] = field(default_factory=dict)
@@ -128,14 +148,22 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
     def _recall_read(self, stage: int) -> RecallRead | None:
         """The current recall's read if it may answer a call of ``stage`` (it then moves on to it; a call
         out of order, or a second one, means another recall: the read is dropped)."""
-        read: RecallRead | None = getattr(self._recall_local, "read", None)
+        read = self._valid_read()
         if read is None:
             return None
-        stale = read.generation != self._generation or time.monotonic() - read.born > RECALL_TTL_S
-        if stale or (stage != RANKS and stage <= read.stage):
+        if stage != RANKS and stage <= read.stage:
             self._recall_local.read = None
             return None
         read.stage = max(read.stage, stage) if stage != RANKS else read.stage
+        return read
+
+    def _valid_read(self) -> RecallRead | None:
+        """The thread's read, unless a write or time made it stale."""
+        read: RecallRead | None = getattr(self._recall_local, "read", None)
+        if read is not None and (
+            read.generation != self._generation or time.monotonic() - read.born > RECALL_TTL_S
+        ):
+            self._recall_local.read = read = None
         return read
 
     def _forget_recall(self) -> None:
@@ -150,19 +178,48 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
             self._recall_local.inside = False
 
     # -- the calls, in pipeline order ---------------------------------------------------------------
+    def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
+        """Live alias facts, oldest first; opens a recall: the same round trip reads the newest facts."""
+        self._forget_recall()
+        if not agent_ids:
+            return []
+        read = RecallRead(((), None, 0), self._generation, agents=tuple(agent_ids))
+        limit = self._hints.recent
+        filters = list(dict.fromkeys([None, self._hints.confidences]))
+
+        def work(c: psycopg.Connection[Any]) -> list[Any]:
+            with c.pipeline():
+                found = c.execute(_ALIASES_SQL, (list(agent_ids),))
+                newest = [c.execute(*recent_query(agent_ids, limit, f, FACT_COLUMNS)) for f in filters]
+            read.recent, read.recent_limit = [], limit
+            for labels, cursor in zip(filters, newest, strict=True):
+                rows = cursor.fetchall()
+                read.recent.append((labels, [(r[0], r[12]) for r in rows]))
+                read.rows.update((r[0], r) for r in rows)
+            return found.fetchall()
+
+        aliases = [decode_fact(r) for r in self._read(work)]
+        if read.generation == self._generation:
+            self._recall_local.read = read
+        return aliases
+
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """As the index sees them; remembers the query's terms, in order, for the phrase search."""
-        self._forget_recall()
+        read = getattr(self._recall_local, "read", None)
+        if read is None or read.stage != START:
+            self._forget_recall()
         self._recall_local.query_terms = list(terms)
-        return super().document_frequencies(terms)
+        plain = super().document_frequencies
+        return self._inner(lambda: plain(terms))
 
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
         """FTS5's BM25; a word search also reads what the rest of its recall will ask (see module)."""
         scope = (tuple(agent_ids), None if confidences is None else tuple(confidences), limit)
-        read = self._recall_read(PHRASES)
-        if read is not None and read.scope == scope and terms and set(terms) <= set(read.phrases):
+        read = self._valid_read()
+        asks_read_phrases = read is not None and read.scope == scope and set(terms) <= set(read.phrases)
+        if read is not None and terms and asks_read_phrases and self._recall_read(PHRASES) is not None:
             return phrase_hits(read, list(terms), limit)
         stems = self._term_stems(list(dict.fromkeys(terms)))
         groups = [stems[t] for t in terms if t.strip() and stems.get(t)]
@@ -171,7 +228,15 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         if not groups or any(len(g) > 1 for g in groups) or not agent_ids or limit <= 0 or confidences == []:
             plain = super().keyword_search
             return self._inner(lambda: plain(agent_ids, terms, limit, confidences))
-        fresh = RecallRead(scope, self._generation)
+        opened = read if read is not None and read.stage == START else None
+        fresh = RecallRead(scope, self._generation, stage=KEYWORD)
+        if opened is not None and opened.agents == scope[0]:
+            fresh.recent, fresh.recent_limit, fresh.rows, fresh.agents = (
+                opened.recent,
+                opened.recent_limit,
+                opened.rows,
+                opened.agents,
+            )
         phrases = speculated_phrases(query_terms, terms)
         hits = self._read(lambda c: self._read_ahead(c, fresh, [g[0] for g in groups], phrases))
         if fresh.generation == self._generation:
@@ -185,7 +250,7 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         agent_ids, confidences, limit = list(read.scope[0]), read.scope[1], read.scope[2]
         hints = self._hints
         clause, params = word_params(stems, agent_ids, limit, confidences)
-        lenders = min(limit, 2 * hints.lenders)
+        lenders = limit  # every hit: the phrase bonus can lift any of them among the lenders
         phrase_groups = [g for g in (self._term_stems([p])[p] for p in phrases) if len(g) > 1]
         found = None
         with c.pipeline():
@@ -195,26 +260,18 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
             if phrases and len(phrase_groups) == len(phrases):
                 query, phrase_params = phrase_parts_query(phrase_groups, agent_ids, confidences)
                 found = c.execute(query, phrase_params)
-            recent_sql, recent_params = recent_query(agent_ids, hints.recent, confidences, FACT_COLUMNS)
-            recent = c.execute(recent_sql, recent_params)
         ranked = self._take_hits(read, hits.fetchall(), hints.window, lenders)
         if found is not None:
             read.phrases = phrases
             for fact_id, created, confidence, indexes, parts in found.fetchall():
                 read.phrase_parts.append((fact_id, created, dict(zip(indexes, parts, strict=True))))
                 read.rank[fact_id] = (utc(created), confidence)  # type: ignore[assignment]
-        newest = recent.fetchall()
-        read.recent = [r[0] for r in newest]
-        read.recent_limit = hints.recent
-        for row in newest:
-            read.rows.setdefault(row[0], row)
         return ranked
 
     @staticmethod
-    def _take_hits(read: RecallRead, rows: list[Any], window: int, lenders: int) -> list[ScoredId]:
-        """The ranked word hits; rows and neighbours kept in ``read``."""
+    def _take_rows(read: RecallRead, rows: list[Any]) -> list[tuple[int, ScoredId]]:
+        """Keep the rows and neighbour lists in ``read``; return the ranked hits among them."""
         ranked: list[tuple[int, ScoredId]] = []
-        read.window = window
         for row in rows:
             fact_id, score, position, lends, ids = row[0], row[_COLUMNS], row[_COLUMNS + 1], row[-2], row[-1]
             read.rows[fact_id] = row[:_COLUMNS]
@@ -223,6 +280,12 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
             if lends:
                 read.lenders[fact_id] = list(ids or ())
         ranked.sort(key=lambda item: item[0])
+        return ranked
+
+    def _take_hits(self, read: RecallRead, rows: list[Any], window: int, lenders: int) -> list[ScoredId]:
+        """The ranked word hits; rows and neighbours kept in ``read``."""
+        read.window = window
+        ranked = self._take_rows(read, rows)
         read.asked = {hit.fact_id for position, hit in ranked if position <= lenders}
         return [hit for _, hit in ranked]
 
@@ -236,23 +299,44 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         plain = super().neighbours
         if read is None:
             return plain(ids, window)
-        missing = [fid for fid in ids if fid not in read.asked or read.window != window]
-        more = self._inner(lambda: plain(missing, window)) if missing else {}
-        known = {**read.lenders, **more}
-        return {fid: known[fid] for fid in ids if fid in known}
+        if read.window != window:
+            return self._inner(lambda: plain(ids, window))
+        missing = [fid for fid in ids if fid not in read.asked]
+        if missing:  # one round trip, rows included, so the ranking columns need none
+            rows = self._inner(
+                lambda: self._read(lambda c: fetch(c, _LENDERS_SQL, (window, window, missing)))
+            )
+            self._take_rows(read, rows)
+            read.asked.update(missing)
+        return {fid: read.lenders[fid] for fid in ids if fid in read.lenders}
 
     def recent(self, agent_ids: Sequence[str], limit: int, confidences: Confidences = None) -> list[str]:
-        """The newest live facts; read with the keyword search when the recall asked for as many."""
+        """The newest live facts; answered from those the aliases call read when they cover ``limit``: the
+        first ``limit`` of a prefix of the order, filtered, are the first ``limit`` of the filtered order."""
         if limit > 0:
             self._hints.recent = limit
+            if confidences is not None:
+                self._hints.confidences = tuple(confidences)
         read = self._recall_read(RECENT)
-        scope = (tuple(agent_ids), None if confidences is None else tuple(confidences))
-        newest = read.recent if read is not None and read.scope[:2] == scope else None
-        covered = read is not None and (limit <= read.recent_limit or len(newest or ()) < read.recent_limit)
-        if newest is not None and covered:
-            return newest[: max(0, limit)]
-        plain = super().recent
-        return self._inner(lambda: plain(agent_ids, limit, confidences))
+        if read is not None and read.recent is not None and read.agents == tuple(agent_ids) and limit > 0:
+            allowed = None if confidences is None else set(confidences)
+            for labels, newest in read.recent:
+                if labels is not None and (allowed is None or not allowed <= set(labels)):
+                    continue
+                kept = [fid for fid, label in newest if allowed is None or label in allowed]
+                if len(kept) >= limit or len(newest) < read.recent_limit:
+                    return kept[:limit]
+        if not agent_ids or limit <= 0 or confidences == []:
+            return []
+        # A recall by recency alone starts here: read the rows too, for its ranking columns and results.
+        # (in a recall whose read did not cover them, they join its read)
+        fresh = read or RecallRead(((), None, 0), self._generation, stage=RECENT, agents=tuple(agent_ids))
+        query, params = recent_query(agent_ids, limit, confidences, FACT_COLUMNS)
+        rows = self._inner(lambda: self._read(lambda c: fetch(c, query, params)))
+        fresh.rows.update((r[0], r) for r in rows)
+        if fresh.generation == self._generation:
+            self._recall_local.read = fresh
+        return [r[0] for r in rows]
 
     def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
         """``(created_at, confidence)`` of the live facts among ``fact_ids``; rows read are not read again."""

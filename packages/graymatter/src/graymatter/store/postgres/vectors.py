@@ -170,7 +170,8 @@ class PostgresVectors(PostgresConnections):
     def analyze(self) -> None:
         """After a bulk load: refresh planner statistics and the visibility map (so the postings are read
         by index-only scans); autovacuum does both eventually."""
-        self._read(lambda c: c.execute("VACUUM (ANALYZE) gm_facts, gm_postings, gm_terms, gm_vectors"))
+        with self.pool.connection() as conn:  # not in a pipeline: VACUUM runs outside any transaction
+            conn.execute("VACUUM (ANALYZE) gm_facts, gm_postings, gm_terms, gm_vectors")
 
     def embedding_model(self) -> str | None:
         """The model id the stored vectors were made with, or ``None``."""
