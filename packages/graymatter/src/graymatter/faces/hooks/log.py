@@ -1,7 +1,8 @@
 """The hook log: one JSON line per hook run in ``<store>/hooks.log`` (0600), bounded by rotation.
 
 A line says when, which client and event, the outcome, how much was injected (characters and estimated
-tokens) and how long the hook took; a failure adds the error's class and code, never the payload, a
+tokens), how long the hook took (``ms``) and the CPU its process had used (``cpu_ms``; ``"served": "warm"``
+when a child of the warm server ran it); a failure adds the error's class and code, never the payload, a
 prompt or a fact. The log is written only where the store directory already exists.
 """
 

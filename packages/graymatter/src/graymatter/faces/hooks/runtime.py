@@ -165,6 +165,10 @@ def run_hook(invocation: HookInvocation, stdin: BinaryIO | None, env: Mapping[st
         if store_dir is None:
             store_dir = _fallback_dir(invocation, env)
     record["ms"] = round((time.perf_counter() - started) * 1000, 1)
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)  # this process's CPU (a warm child's own, from its fork)
+    record["cpu_ms"] = round((used.ru_utime + used.ru_stime) * 1000, 1)
     _log(store_dir, record)
     return output
 
