@@ -1,15 +1,23 @@
-"""PostgreSQL at scale: recall p50/p99 next to SQLite at the same sizes, and mixed-load throughput of
-1, 2 and 4 `graymatter serve` processes on one database.
+"""PostgreSQL at scale: recall p50/p99 next to SQLite at the same sizes, round trips per recall, ingest
+rate with and without vectors, bytes per fact, and mixed-load throughput of 1, 2 and 4 `graymatter serve`
+processes on one database.
 
 Recall: one store per backend holds the corpus (``benchmarks.corpus``; vectors from the deterministic
 ``HashingEmbedder``, 256 dimensions); the same natural-language questions are recalled top-8 after a
-warm-up, keyword-only and with vectors; each recall includes its access-bookkeeping write. SQLite is the
-baseline measured in the same run (ratio = PostgreSQL / SQLite).
+warm-up, keyword-only and with vectors, through ``Memory.recall`` (access bookkeeping is queued off the
+answer's path). SQLite is the baseline measured in the same run (ratio = PostgreSQL / SQLite). Round
+trips are counted on the wire (``tests/support/pg_roundtrips.py``: the Sync and Query messages after
+which the client waits) for 50 keyword recalls of ``run_recall`` on a one-connection store.
 
-Sizes: ``--quick`` 2k; default 100k; 1M only with ``GRAYMATTER_BENCH_PG_1M=1`` (loading 1M facts into both
-backends takes tens of minutes on 2 cores; the vector variant at 1M also needs
-``GRAYMATTER_BENCH_PG_1M_VECTORS=1``). Bulk loading uses the normal write path in batches of 2,000, with
-the HNSW index built once at the end (``PostgresStore.deferred_vector_index``).
+Ingest: ``remember_many`` in batches of 2,000 (consolidation on, synchronous), keyword only, with vectors
+into the live HNSW graph, and with vectors as a bulk load (graph built once at the end,
+``PostgresStore.deferred_vector_index``); the embedding time of ``HashingEmbedder`` is included.
+Bytes per fact: the PostgreSQL relations of the store (tables, indexes, TOAST) and the SQLite files,
+divided by the number of facts.
+
+Sizes: ``--quick`` 2k; default 100k; 1M keyword-only with ``GRAYMATTER_BENCH_PG_1M=1`` (loading 1M facts
+into both backends takes about ten minutes on 2 cores; vectors at 1M also need
+``GRAYMATTER_BENCH_PG_1M_VECTORS=1``).
 
 Throughput: a database pre-filled with 10k facts (``--quick``: 1k); N servers (N = 1, 2, 4) on 127.0.0.1,
 4 client processes x 4 threads spread round-robin over the servers for a fixed time, operation mix 60%
@@ -62,26 +70,44 @@ def _embedder() -> Any:
     return HashingEmbedder(dim=256)
 
 
-def _load(store: Any, texts: list[str], vectors: bool) -> float:
+def _load(store: Any, texts: list[str], vectors: bool, bulk: bool = True) -> float:
+    """Write ``texts`` with ``remember_many``; return the seconds it took (the store is closed)."""
     from graymatter import Memory
 
     began = time.perf_counter()
     memory = Memory(store=store, config=_config(), embedder=_embedder() if vectors else None)
     try:
         defer = getattr(store, "deferred_vector_index", None)
-        if defer is not None and vectors:
+        if defer is not None and vectors and bulk:
             with defer():
                 for batch in iter_batches(texts, BATCH):
                     memory.remember_many(AGENT, batch)
         else:
             for batch in iter_batches(texts, BATCH):
                 memory.remember_many(AGENT, batch)
+        elapsed = time.perf_counter() - began
         analyze = getattr(store, "analyze", None)
         if analyze is not None:
             analyze()
     finally:
         memory.close()
-    return time.perf_counter() - began
+    return elapsed
+
+
+def _pg_bytes(dsn: str) -> int:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute(
+            "SELECT sum(pg_total_relation_size(c.oid))::bigint FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE c.relkind = 'r' AND n.nspname = 'public' AND c.relname LIKE 'gm\\_%'"
+        ).fetchone()
+    return int(row[0]) if row and row[0] else 0
+
+
+def _dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 def _recall(open_store: Any, queries: list[str], vectors: bool) -> dict[str, float]:
@@ -99,41 +125,106 @@ def _recall(open_store: Any, queries: list[str], vectors: bool) -> dict[str, flo
         memory.close()
 
 
+def _round_trips(dsn: str, queries: list[str]) -> dict[str, float]:
+    """Round trips per keyword recall, counted on the wire (after a warm-up that prepares statements)."""
+    from graymatter.retrieval.pipeline import RecallRequest, run_recall
+    from graymatter.store.postgres import PostgresStore
+
+    tests = str(_REPO / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    from support.pg_roundtrips import RoundTripRelay
+
+    with RoundTripRelay(dsn) as relay:
+        store = PostgresStore(relay.dsn, min_size=1, max_size=1)
+        try:
+            requests = [RecallRequest(agent_ids=(AGENT,), query=q, top_k=8) for q in queries[:50]]
+            counts = []
+            for counted in (False, False, True):
+                for request in requests:
+                    relay.reset()
+                    run_recall(store, request)
+                    if counted:
+                        counts.append(relay.count())
+        finally:
+            store.close()
+    return {"mean": round(sum(counts) / len(counts), 2), "max": max(counts)}
+
+
+def _ingest_rows(cluster: Any, size: int, texts: list[str], vectors: bool) -> list[list[Any]]:
+    """Ingest rates and bytes per fact of fresh stores: keyword only, then with vectors into the live graph
+    (at most 20k facts: every insert walks the graph)."""
+    from graymatter.store.postgres import PostgresStore
+    from graymatter.store.sqlite import SQLiteStore
+
+    rows = []
+    cases = [("keyword only", size, False)] + (
+        [("vectors, live graph", min(size, 20_000), True)] if vectors else []
+    )
+    for label, n, with_vectors in cases:
+        dsn = cluster.create_database("ingest")
+        lite_dir = cache_dir() / f"pg-scale-ingest-{label.replace(' ', '-').replace(',', '')}-{n}"
+        pg_s = _load(PostgresStore(dsn, max_size=4), texts[:n], vectors=with_vectors, bulk=False)
+        lite_s = _load(SQLiteStore(lite_dir), texts[:n], vectors=with_vectors, bulk=False)
+        rows.append([f"{n:,}", label, round(n / pg_s), round(n / lite_s), round(_pg_bytes(dsn) / n),
+                     round(_dir_bytes(lite_dir) / n)])  # fmt: skip
+        cluster.drop_database(dsn)
+    return rows
+
+
 def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, bool]) -> dict[str, Any]:
+    """Recall latency and round trips beside SQLite, ingest rates and bytes per fact, per size."""
     from graymatter.store.postgres import PostgresStore
     from graymatter.store.sqlite import SQLiteStore
 
     cluster = _cluster()
-    rows = []
-    results: list[dict[str, Any]] = []
+    rows, ingest, results = [], [], []
     questions = generate_queries(queries)
     for size in sizes:
         texts = generate_facts(size)
         vectors = with_vectors[size]
         dsn = cluster.create_database("bench")
         sqlite_dir = cache_dir() / f"pg-scale-sqlite-{size}"
-        load_pg = _load(PostgresStore(dsn, max_size=4), texts, vectors)
-        load_sqlite = _load(SQLiteStore(sqlite_dir), texts, vectors)
-        modes = [False, True] if vectors else [False]
-        for mode in modes:
+        load_pg = _load(PostgresStore(dsn, max_size=4), texts, vectors=vectors)
+        load_lite = _load(SQLiteStore(sqlite_dir), texts, vectors=vectors)
+        trips = _round_trips(dsn, questions)
+        seconds = {"postgres": round(load_pg, 1), "sqlite": round(load_lite, 1)}
+        entry: dict[str, Any] = {"facts": size, "round_trips": trips, "load_s": seconds, "modes": {}}
+        for mode in [False, True] if vectors else [False]:
+            load = os.getloadavg()[0]
             pg = _recall(lambda d=dsn: PostgresStore(d, max_size=4), questions, mode)
             lite = _recall(lambda d=sqlite_dir: SQLiteStore(d), questions, mode)
             label = "keyword + vectors" if mode else "keyword only"
             ratio50 = pg["p50_ms"] / lite["p50_ms"] if lite["p50_ms"] else None
             ratio99 = pg["p99_ms"] / lite["p99_ms"] if lite["p99_ms"] else None
+            rt = f"{trips['mean']:g} (max {trips['max']})" if not mode else "-"
             rows.append([f"{size:,}", label, pg["p50_ms"], pg["p99_ms"], lite["p50_ms"], lite["p99_ms"],
-                         ratio50, ratio99])  # fmt: skip
-            results.append({"facts": size, "mode": label, "postgres": pg, "sqlite": lite,
-                            "ratio_p50": ratio50, "ratio_p99": ratio99,
-                            "load_s": {"postgres": round(load_pg, 1),
-                                       "sqlite": round(load_sqlite, 1)}})  # fmt: skip
+                         ratio50, ratio99, rt, round(load, 2)])  # fmt: skip
+            entry["modes"][label] = {
+                "postgres": pg,
+                "sqlite": lite,
+                "ratio_p50": ratio50,
+                "ratio_p99": ratio99,
+            }
+        label = "vectors, bulk load" if vectors else "keyword only, bulk"
+        ingest.append([f"{size:,}", label, round(size / load_pg), round(size / load_lite),
+                       round(_pg_bytes(dsn) / size), round(_dir_bytes(sqlite_dir) / size)])  # fmt: skip
+        ingest.extend(_ingest_rows(cluster, size, texts, vectors))
+        results.append(entry)
         cluster.drop_database(dsn)
     table = print_table(
-        f"Recall latency, top-8, {queries} questions (ms; ratio = PostgreSQL / SQLite)",
-        ["facts", "signals", "pg p50", "pg p99", "sqlite p50", "sqlite p99", "p50 ratio", "p99 ratio"],
+        f"Recall latency, top-8, {queries} questions (ms; ratio = PostgreSQL / SQLite; round trips per"
+        " keyword recall on the wire; 1-min load average)",
+        ["facts", "signals", "pg p50", "pg p99", "sqlite p50", "sqlite p99", "p50 ratio", "p99 ratio",
+         "pg round trips", "load"],
         rows,
+    )  # fmt: skip
+    ingest_table = print_table(
+        f"Ingest with remember_many (facts/s) and bytes per fact (load {os.getloadavg()[0]:.2f})",
+        ["facts", "write path", "pg facts/s", "sqlite facts/s", "pg bytes/fact", "sqlite bytes/fact"],
+        ingest,
     )
-    return {"table": table, "results": results}
+    return {"tables": [table, ingest_table], "results": results, "ingest": ingest}
 
 
 # --------------------------------------------------------------------------------------------- load
@@ -283,5 +374,5 @@ def run(quick: bool) -> dict[str, Any]:
             vectors[1_000_000] = os.environ.get("GRAYMATTER_BENCH_PG_1M_VECTORS") == "1"
     recall = recall_table(sizes, 40 if quick else 200, vectors)
     load = throughput_table(1_000 if quick else 10_000, 3.0 if quick else 10.0, (1, 2, 4))
-    return {"recall": recall, "throughput": load, "sizes": list(sizes),
-            "one_million_included": 1_000_000 in sizes}  # fmt: skip
+    return {"tables": [*recall["tables"], load["table"]], "recall": recall, "throughput": load,
+            "sizes": list(sizes), "one_million_included": 1_000_000 in sizes}  # fmt: skip
