@@ -103,6 +103,8 @@ def _graymatter(
     def build(conv: Conversation) -> Ranker:
         vectors = embedder() if embedder else None
         memory = _memory(task, conv, sessions, vectors)
+        if vectors is not None:  # the store keys vectors by ``model/dimension``: query under that key
+            vectors = _Keyed(vectors, memory.embedding_model)
         owners = _owners(_turn_units(conv) if task == "turns" else _observation_units(conv))
         defaults = RecallRequest(agent_ids=(conv.sample_id,), query="", top_k=DEPTH)
 
@@ -121,6 +123,17 @@ def _graymatter(
         return rank
 
     return build
+
+
+class _Keyed:
+    """An embedder under the key its store files vectors by (what ``Memory`` passes to recall)."""
+
+    def __init__(self, inner: Any, model_id: str) -> None:
+        self.inner, self.model_id = inner, model_id
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The inner embedder's vectors."""
+        return list(self.inner.embed(texts))
 
 
 def _hashing() -> Any:

@@ -30,7 +30,7 @@ from graymatter.store.base import Store
 
 COVERAGE_WEIGHT = 1.0
 TEMPORAL_WEIGHT = 0.5
-RESCORE_DEPTH = 100
+RESCORE_DEPTH = 50
 
 _WHEN = re.compile(
     r"^\W*(?:when|since when|until when)\b|\bhow long\b|\bwhat (?:year|month|day|date|time|week)\b"
