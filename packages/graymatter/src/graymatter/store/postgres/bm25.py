@@ -1,4 +1,4 @@
-"""PostgreSQL keyword candidates: FTS5's BM25, bit for bit, over postings (words) and tsvectors (phrases)."""
+"""PostgreSQL keyword candidates: FTS5's BM25, bit for bit, in one statement over postings and positions."""
 
 from __future__ import annotations
 

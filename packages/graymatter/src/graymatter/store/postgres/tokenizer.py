@@ -1,8 +1,6 @@
-"""FTS5 stems as PostgreSQL text-search literals: ``tsvector`` documents and ``tsquery`` terms and phrases."""
+"""FTS5 stems as PostgreSQL stores them: ``tsvector`` literals and the token positions the postings keep."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable, Sequence
 
 MAX_TERM_COUNT = 256  # PostgreSQL keeps at most 256 positions per lexeme
 MAX_POSITION = 16383  # and positions up to 16383
@@ -37,13 +35,3 @@ def tsvector_literal(positions: dict[str, list[int]], *, stored: bool = False) -
     ``stored``: ``positions`` is already what :func:`stored_positions` returns."""
     kept = positions if stored else stored_positions(positions)
     return " ".join(_quote_lexeme(stem) + ":" + ",".join(map(str, places)) for stem, places in kept.items())
-
-
-def tsquery_phrase(stems: Sequence[str]) -> str:
-    """A ``tsquery`` input literal matching the stems as adjacent tokens, in order."""
-    return " <-> ".join(_quote_lexeme(clip_lexeme(s)) for s in stems)
-
-
-def tsquery_literal(stems: Iterable[str]) -> str:
-    """A ``tsquery`` input literal OR-ing the stems (each quoted: no input becomes query syntax)."""
-    return " | ".join(_quote_lexeme(clip_lexeme(s)) for s in stems)
