@@ -157,10 +157,10 @@ def _ingest_rows(cluster: Any, size: int, texts: list[str], vectors: bool) -> li
     from graymatter.store.postgres import PostgresStore
     from graymatter.store.sqlite import SQLiteStore
 
-    rows = []
-    cases = [("keyword only", size, False)] + (
-        [("vectors, live graph", min(size, 20_000), True)] if vectors else []
-    )
+    rows: list[list[Any]] = []
+    if not vectors:  # the main load was keyword-only already
+        return rows
+    cases = [("keyword only", size, False), ("vectors, live graph", min(size, 20_000), True)]
     for label, n, with_vectors in cases:
         dsn = cluster.create_database("ingest")
         lite_dir = cache_dir() / f"pg-scale-ingest-{label.replace(' ', '-').replace(',', '')}-{n}"
