@@ -14,7 +14,8 @@ Measured in the same run (medians):
   arrived, i.e. everything the harness does between two model calls: parse the reply, run the tool
   (`true` in a subshell), record/save, build and send the next request. "harness overhead" subtracts
   the floor of spawning `bash -c true` measured here, so the ratio is about harness work alone
-  (tinyagent's includes its durable checkpoint write; the cost of one is shown in the table title).
+  (tinyagent's includes the fdatasynced pending-journal record of each reply before its tool runs, ADR
+  0017; the cost of one full durable file replace is shown in the table title for comparison).
 
 mini-swe-agent is never a project dependency: it is installed with pip into its own venv, by default
 `$XDG_CACHE_HOME/tinyagent-bench/mini-swe-agent-2.4.6` (override: $TINYAGENT_BENCH_MINI_VENV), the
@@ -303,7 +304,9 @@ def _bash_true_floor(repeats: int) -> list[float]:
 def _durable_write_floor(directory: Path, repeats: int) -> list[float]:
     """One durable atomic replace of a 10 kB file: write, fsync, rename, fsync the directory.
 
-    tinyagent makes every turn durable by design (the issue requires atomic, fsynced saves; the write
+    Context only: since ADR 0017 tinyagent's per-step durable write is a small journal record; its full
+    trajectory rewrite runs in the background (at most once a second). Earlier: tinyagent made every
+    turn durable with this (the issue requires atomic, fsynced saves; the write
     overlaps the next model request but is joined before the next tool batch); mini-swe-agent writes
     its trajectory with a plain, unsynced write_text. Reported as context for the per-step figures.
     """

@@ -9,7 +9,10 @@ conversation. Measured in the same run, on the same data:
 - `baseline write`: what mini-swe-agent does (`json.dumps(..., indent=2)` of plain dicts, then
   `Path.write_text`): not atomic, not fsynced; the ratio shows what atomicity + durability cost;
 - `load`: `tinyagent.trajectory.files.load_trajectory` (bounded read + JSON parse + schema validation), the
-  first thing `--resume` does.
+  first thing `--resume` does;
+- `journal record`: what a run pays per reply before its tools run since ADR 0017: the pending-journal
+  record of the last message (encode + `pwrite` into preallocated zeros + `fdatasync`); the full save
+  above now runs in the background, at most once a second.
 
 Messages are realistic turns: an assistant message with one bash call and a tool result of ~1.5 kB.
 """
@@ -88,6 +91,7 @@ def run(quick: bool) -> dict[str, Any]:
     """Measure serialise / atomic save / naive write / load at each size; print and return the table."""
     from tinyagent.trajectory.encoding import dump_trajectory
     from tinyagent.trajectory.files import load_trajectory, save_trajectory
+    from tinyagent.trajectory.journal import ROTATE_BYTES, PendingJournal, encode_record, journal_ref_for
 
     workdir = cache_dir() / "trajectory_save"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -106,6 +110,16 @@ def run(quick: bool) -> dict[str, Any]:
         save = time_calls(lambda t=trajectory, p=ours: save_trajectory(t, p), n)
         baseline = time_calls(lambda d=plain, p=naive: Path(p).write_text(json.dumps(d, indent=2)), n)
         load = time_calls(lambda p=ours: load_trajectory(p), n)
+        journal = PendingJournal(ours, journal_ref_for(ours))
+        journal.open()
+
+        def record(t: Any = trajectory, j: PendingJournal = journal) -> None:
+            j.append(encode_record(j.ref, t, len(t.messages) - 1, pending=True, compaction=None))
+            if j.used > ROTATE_BYTES:
+                j.erase()
+
+        journal_times = time_calls(record, max(n, 21))
+        journal.close(remove=True)
         save_p50 = statistics.median(save) * 1000
         base_p50 = statistics.median(baseline) * 1000
         per_message_us = save_p50 * 1000 / size
@@ -119,6 +133,7 @@ def run(quick: bool) -> dict[str, Any]:
                 f"{save_p50 / base_p50:.2f}x",
                 round(per_message_us, 1),
                 round(statistics.median(load) * 1000, 2),
+                round(statistics.median(journal_times) * 1000, 3),
             ]
         )
         details[str(size)] = {
@@ -127,6 +142,7 @@ def run(quick: bool) -> dict[str, Any]:
             "tinyagent_save": latency_summary(save),
             "baseline_write": latency_summary(baseline),
             "load": latency_summary(load),
+            "journal_record": latency_summary(journal_times),
             "save_vs_baseline_ratio": round(save_p50 / base_p50, 3),
         }
     table = print_table(
@@ -140,6 +156,7 @@ def run(quick: bool) -> dict[str, Any]:
             "save/baseline",
             "save µs/message",
             "load+validate ms",
+            "journal record ms",
         ],
         rows,
     )

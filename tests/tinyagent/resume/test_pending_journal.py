@@ -200,3 +200,20 @@ def test_an_output_that_would_reuse_the_checkpoints_journal_is_refused(ws: Works
     os.rename(source, moved)  # the checkpoint still names run.json.pending, next to it
     result = ws.resume(moved, "run.json", "--resume-pending=mark-interrupted")
     assert_refused(result, "output is the checkpoint", output=ws.root / "run.json")
+
+
+def test_a_journal_that_cannot_be_created_is_not_named_and_the_reply_is_saved_in_full(ws: Workspace) -> None:
+    """Something else (a directory) holds the journal's name: the run saves each reply in full, marked
+    pending, and its files name no journal, so a kill during a batch still resumes as pending."""
+    (ws.root / "run.json.pending").mkdir()
+    ws.stub.add({"tool_calls": [bash_call("fresh-1", "call_a")], "usage": usage()})
+    ws.stub.add({"tool_calls": [submit_call()], "usage": usage()})
+    result = ws.run(
+        "-t", TASK, "--provider", "openai", "-m", MODEL, "--base-url", ws.stub.base_url("openai"),
+        "--cwd", ws.project, "--no-stream", "-o", "run.json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "the pending journal failed" in result.stderr
+    saved = load(ws.root / "run.json")
+    assert saved["exit_status"] == "Submitted" and saved["resume"]["journal"] is None
+    assert (ws.root / "run.json.pending").is_dir()  # left alone

@@ -82,7 +82,11 @@ class Saver:
             save.journal_append(record, sync=pending)
         except Exception as exc:
             self._journal_failed = True
-            self._journal_error: Exception = exc
+            # the full saves from now on hold everything and name no journal (a resume never needs it)
+            traj.resume = traj.resume.model_copy(update={"journal": None})
+            self.reporter.warning(
+                f"the pending journal failed ({exc}); the whole trajectory is saved before each tool batch"
+            )
             return False
         self._journaled, self._compaction = len(traj.messages), compaction
         return True
@@ -136,13 +140,7 @@ class Saver:
                 if self._record(traj, pending=True):
                     self.saves += 1
                     return True
-                ok = self.save_now(traj, sync_directory=False)
-                if ok:
-                    self.reporter.warning(
-                        f"the pending journal failed ({self._journal_error}); the whole trajectory is "
-                        "saved before each tool batch instead"
-                    )
-                return ok
+                return self.save_now(traj, sync_directory=False)
         return self.save_now(traj, sync_directory=False)
 
     def checkpoint(self, traj: Trajectory) -> bool:

@@ -114,7 +114,7 @@ class TrajectoryFile:
         """
         if _injected_failure():
             raise SaveError(f"injected save failure ({FAULT_ENV})")
-        if self._journal is not None:
+        if self._journal is not None and not self._journal.broken:
             self._journal.open()  # normally opened already by the saver, before the first save
         write_private_atomic(self.path, data, no_clobber=self._must_create, sync_directory=sync_directory)
         self._must_create = False

@@ -109,6 +109,9 @@ class PendingJournal:
         """Create (or empty a stale) journal: 0600, never through a symlink, not a special file."""
         if self._fd is not None:
             return
+        if self.broken:
+            raise SaveError("the pending journal is not available")
+        self.broken = True  # until it is open and preallocated
         flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
         try:
             try:
@@ -125,6 +128,7 @@ class PendingJournal:
             os.ftruncate(fd, 0)  # a journal left by an earlier run at this path
             self._fd = fd
             self._grow(PREALLOCATE_BYTES)
+            self.broken = False
         except SaveError:
             self._fd = None
             os.close(fd)
@@ -186,7 +190,7 @@ class PendingJournal:
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
-        if remove:
+        if remove and fd is not None:  # only a journal this run opened
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
 
