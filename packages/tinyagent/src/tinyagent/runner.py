@@ -16,6 +16,7 @@ reports it as a usage error (`EXIT_USAGE`).
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -178,6 +179,15 @@ def _trajectory_file(trajectory: Trajectory, path: str, create_new: bool) -> Tra
     return save
 
 
+def _print_answer(submission: str) -> None:
+    """The final answer on stdout (a closed stdout is not an error of the run)."""
+    try:
+        sys.stdout.write(submission + ("" if submission.endswith("\n") else "\n"))
+        sys.stdout.flush()
+    except OSError:
+        pass
+
+
 def execute(
     trajectory: Trajectory,
     settings: Settings,
@@ -216,6 +226,7 @@ def execute(
         stop_on_save_failure=stop_on_save_failure,
         window=context_window(settings.model, settings.context_window),
     )
+    gc.freeze()  # what start-up allocated lives for the run: the cyclic collector stops rescanning it
     try:
         agent.run(trajectory)
         if hub is not None and settings.memory:
@@ -229,11 +240,7 @@ def execute(
             hub.close()
     reporter.summary(trajectory, path, save_failed=agent.save_failed)
     if trajectory.exit_status is ExitStatus.SUBMITTED and trajectory.submission is not None:
-        try:
-            sys.stdout.write(trajectory.submission + ("" if trajectory.submission.endswith("\n") else "\n"))
-            sys.stdout.flush()
-        except OSError:
-            pass
+        _print_answer(trajectory.submission)
     if trajectory.exit_status is ExitStatus.SUBMITTED and not agent.save_failed:
         return EXIT_OK
     return EXIT_FAILURE
