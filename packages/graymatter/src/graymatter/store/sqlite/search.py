@@ -28,6 +28,9 @@ def fts_match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + _fts_safe(term) + '"' for term in terms)
 
 
+DF_CACHE_STEMS = 50_000
+"""Document frequencies remembered per store (per index structure) before the memory starts over."""
+
 _TOKENIZER = FtsTokenizer()
 """The index's tokenizer run in process (with its cache): query terms are stemmed without a statement."""
 
@@ -35,24 +38,44 @@ _TOKENIZER = FtsTokenizer()
 class SQLiteKeywordSearch(SQLiteConnections):
     """The full-text half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
+    _df_cache: tuple[bytes, dict[str, int]] | None = None
+
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """Number of live facts containing each (normalised, unstemmed) term, as the index sees it: the
-        smallest document frequency among the term's stems (one statement for all of them)."""
+        smallest document frequency among the term's stems (one statement for the stems not known yet)."""
         unique = list(dict.fromkeys(terms))
         if not unique:
             return {}
         stems = dict(zip(unique, _TOKENIZER.stems(unique), strict=True))
         wanted = list(dict.fromkeys(stem for group in stems.values() for stem in group))
-
-        def work(c: sqlite3.Connection) -> dict[str, int]:
-            counts: dict[str, int] = {}
-            for chunk in chunks(wanted):
-                sql = f"SELECT term, doc FROM facts_vocab WHERE term IN ({placeholders(len(chunk))})"
-                counts.update((str(term), int(doc)) for term, doc in c.execute(sql, list(chunk)))
-            return counts
-
-        counts = self._read(work) if wanted else {}
+        counts = self._read(lambda c: self._stem_counts(c, wanted)) if wanted else {}
         return {term: min((counts.get(s, 0) for s in group), default=0) for term, group in stems.items()}
+
+    def _stem_counts(self, c: sqlite3.Connection, wanted: Sequence[str]) -> dict[str, int]:
+        """Document frequencies of stems, remembered while the index structure stays the same.
+
+        FTS5 rewrites its structure record (``facts_fts_data`` id 10: segments and a write counter) with
+        every change of the index, so an unchanged record means unchanged counts; the record and the
+        counts are read in one snapshot. Counting a frequent stem walks its whole posting list."""
+        c.execute("BEGIN")
+        try:
+            row = c.execute("SELECT block FROM facts_fts_data WHERE id = 10").fetchone()
+            structure = bytes(row[0]) if row is not None else b""
+            known: dict[str, int] = {}
+            cached = getattr(self, "_df_cache", None)
+            if cached is not None and cached[0] == structure:
+                known = cached[1]
+            missing = [stem for stem in wanted if stem not in known]
+            fresh = dict.fromkeys(missing, 0)
+            for chunk in chunks(missing):
+                sql = f"SELECT term, doc FROM facts_vocab WHERE term IN ({placeholders(len(chunk))})"
+                fresh.update((str(term), int(doc)) for term, doc in c.execute(sql, list(chunk)))
+        finally:
+            c.execute("COMMIT")
+        if fresh:
+            merged = {**known, **fresh} if len(known) < DF_CACHE_STEMS else fresh
+            self._df_cache = (structure, merged)
+        return {stem: fresh[stem] if stem in fresh else known[stem] for stem in wanted}
 
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
