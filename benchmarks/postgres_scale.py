@@ -5,7 +5,8 @@ processes on one database.
 Recall: one store per backend holds the corpus (``benchmarks.corpus``; vectors from the deterministic
 ``HashingEmbedder``, 256 dimensions); the same natural-language questions are recalled top-8 after a
 warm-up, keyword-only and with vectors, through ``Memory.recall`` (access bookkeeping is queued off the
-answer's path). SQLite is the baseline measured in the same run (ratio = PostgreSQL / SQLite). Round
+answer's path). SQLite is the baseline measured in the same run, query by query in turn with PostgreSQL
+(ratio = PostgreSQL / SQLite). Round
 trips are counted on the wire (``tests/support/pg_roundtrips.py``: the Sync and Query messages after
 which the client waits) for 50 keyword recalls of ``run_recall`` on a one-connection store.
 
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import generate_facts, generate_queries, iter_batches
-from benchmarks.harness import cache_dir, latency_summary, print_table, time_calls
+from benchmarks.harness import cache_dir, latency_summary, print_table
 
 AGENT = "bench-agent"
 BATCH = 2_000
@@ -110,19 +111,26 @@ def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _recall(open_store: Any, queries: list[str], vectors: bool) -> dict[str, float]:
+def _recall_pair(open_pg: Any, open_lite: Any, queries: list[str], vectors: bool) -> list[dict[str, float]]:
+    """Recall latency of both backends, interleaved query by query (the same machine state for both)."""
     from graymatter import Memory
 
-    memory = Memory(store=open_store(), config=_config(), embedder=_embedder() if vectors else None)
+    memories = [Memory(store=o(), config=_config(), embedder=_embedder() if vectors else None)
+                for o in (open_pg, open_lite)]  # fmt: skip
     try:
         for query in queries[:WARMUP]:
-            memory.recall(AGENT, query, top_k=8)
-        iterator = iter(queries)
-        return latency_summary(
-            time_calls(lambda: memory.recall(AGENT, next(iterator), top_k=8), len(queries))
-        )
+            for memory in memories:
+                memory.recall(AGENT, query, top_k=8)
+        timings: list[list[float]] = [[], []]
+        for query in queries:
+            for memory, spent in zip(memories, timings, strict=True):
+                began = time.perf_counter()
+                memory.recall(AGENT, query, top_k=8)
+                spent.append(time.perf_counter() - began)
+        return [latency_summary(spent) for spent in timings]
     finally:
-        memory.close()
+        for memory in memories:
+            memory.close()
 
 
 def _round_trips(dsn: str, queries: list[str]) -> dict[str, float]:
@@ -192,8 +200,12 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
         entry: dict[str, Any] = {"facts": size, "round_trips": trips, "load_s": seconds, "modes": {}}
         for mode in [False, True] if vectors else [False]:
             load = os.getloadavg()[0]
-            pg = _recall(lambda d=dsn: PostgresStore(d, max_size=4), questions, mode)
-            lite = _recall(lambda d=sqlite_dir: SQLiteStore(d), questions, mode)
+            pg, lite = _recall_pair(
+                lambda d=dsn: PostgresStore(d, max_size=4),
+                lambda d=sqlite_dir: SQLiteStore(d),
+                questions,
+                mode,
+            )
             label = "keyword + vectors" if mode else "keyword only"
             ratio50 = pg["p50_ms"] / lite["p50_ms"] if lite["p50_ms"] else None
             ratio99 = pg["p99_ms"] / lite["p99_ms"] if lite["p99_ms"] else None

@@ -28,23 +28,37 @@ _CORPUS_CTE = (
     "n AS (SELECT coalesce(sum(docs), 0)::bigint AS docs, coalesce(sum(tokens), 0)::bigint AS tokens"
     " FROM gm_fts_stats)"
 )
-WORD_CTE = (
-    f"WITH {_CORPUS_CTE},"
-    " d AS (SELECT term, sum(df)::bigint AS df FROM gm_terms WHERE term = ANY(%s) GROUP BY term),"
-    f" q AS (SELECT u.stem, u.i, {_IDF_SQL} AS idf,"
-    " CASE WHEN n.tokens = 0 THEN 1::float8 ELSE n.tokens::float8 / n.docs::float8 END AS avgdl"
-    " FROM unnest(%s::text[]) WITH ORDINALITY AS u(stem, i) JOIN d ON d.term = u.stem CROSS JOIN n"
-    " WHERE n.docs > 0 AND d.df > 0),"
-    " hits AS (SELECT p.fact_id, sum(q.idf * ((p.tf::float8 * "
-    f"{BM25_K1 + 1.0!r}::float8) / (p.tf::float8 + {BM25_K1!r}::float8 * "
+_WORD_PART = (
+    f"q.idf * ((p.tf::float8 * {BM25_K1 + 1.0!r}::float8) / (p.tf::float8 + {BM25_K1!r}::float8 * "
     f"(1::float8 - {BM25_B!r}::float8 + {BM25_B!r}::float8 * p.doc_len::float8 / q.avgdl)))"
-    " ORDER BY q.i) AS s,"
-    " min(p.created_at) AS created, min(p.confidence) AS confidence"
-    " FROM q JOIN gm_postings p ON p.term = q.stem"
-    " WHERE p.agent_id = ANY(%s){confidence}"
-    " GROUP BY p.fact_id ORDER BY s DESC, created, p.fact_id LIMIT %s)"
 )
-_WORD_SQL = WORD_CTE + " SELECT fact_id, s, created, confidence FROM hits ORDER BY s DESC, created, fact_id"
+
+
+def word_cte(count: int) -> str:
+    """``WITH n, d, q, hits``: the best facts for ``count`` query stems (parameters: :func:`word_params`).
+
+    A fact's score adds its parts in query-term order, as FTS5 and an ordered ``sum`` do, but each part is
+    its own filtered aggregate (one posting per fact and term), folded from 0 (adding +0.0 to a positive
+    float is exact): the planner may hash-aggregate, where an ordered sum sorts every posting."""
+    fold = "0::float8"
+    for i in range(1, count + 1):
+        fold = f"({fold} + coalesce(sum({_WORD_PART}) FILTER (WHERE q.i = {i}), 0::float8))"
+    return (
+        f"WITH {_CORPUS_CTE},"
+        " d AS (SELECT term, sum(df)::bigint AS df FROM gm_terms WHERE term = ANY(%s) GROUP BY term),"
+        f" q AS (SELECT u.stem, u.i, {_IDF_SQL} AS idf,"
+        " CASE WHEN n.tokens = 0 THEN 1::float8 ELSE n.tokens::float8 / n.docs::float8 END AS avgdl"
+        " FROM unnest(%s::text[]) WITH ORDINALITY AS u(stem, i) JOIN d ON d.term = u.stem CROSS JOIN n"
+        " WHERE n.docs > 0 AND d.df > 0),"
+        f" hits AS (SELECT p.fact_id, {fold} AS s, min(p.created_at) AS created,"
+        " min(p.confidence) AS confidence"
+        " FROM q JOIN gm_postings p ON p.term = q.stem"
+        " WHERE p.agent_id = ANY(%s){confidence}"
+        " GROUP BY p.fact_id ORDER BY s DESC, created, p.fact_id LIMIT %s)"
+    )
+
+
+_WORD_SELECT = " SELECT fact_id, s, created, confidence FROM hits ORDER BY s DESC, created, fact_id"
 
 
 def _group_rows(i: int, size: int) -> str:
@@ -152,7 +166,7 @@ def _stem_frequencies(c: psycopg.Connection[Any], stems: Sequence[str]) -> dict[
 def word_params(
     stems: Sequence[str], agent_ids: Sequence[str], limit: int, confidences: Confidences
 ) -> tuple[str, list[Any]]:
-    """The confidence clause and parameters of :data:`WORD_CTE`."""
+    """The confidence clause and parameters of :func:`word_cte`."""
     params: list[Any] = [sorted(set(stems)), list(stems), list(agent_ids)]
     clause = DIALECT.restrict("p.confidence", confidences, params)
     params.append(limit)
@@ -168,7 +182,7 @@ def _word_search(
 ) -> list[ScoredId]:
     """BM25 of single-word terms, summed in SQL over the covering postings index (one statement)."""
     clause, params = word_params(stems, agent_ids, limit, confidences)
-    rows = fetch(c, _WORD_SQL.format(confidence=clause), params)
+    rows = fetch(c, (word_cte(len(stems)) + _WORD_SELECT).format(confidence=clause), params)
     return [ScoredId(r[0], float(r[1])) for r in rows]
 
 

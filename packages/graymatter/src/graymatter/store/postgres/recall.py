@@ -27,7 +27,7 @@ import psycopg
 
 from graymatter.models import Fact
 from graymatter.store.base import Confidences, ScoredId
-from graymatter.store.postgres.bm25 import WORD_CTE, PostgresKeywordSearch, phrase_parts_query, word_params
+from graymatter.store.postgres.bm25 import PostgresKeywordSearch, phrase_parts_query, word_cte, word_params
 from graymatter.store.postgres.connection import fetch
 from graymatter.store.postgres.reads import LENDER_SQL, NEIGHBOUR_IDS_SQL, PostgresFactReads, recent_query
 from graymatter.store.postgres.rows import decode_fact, utc
@@ -39,9 +39,8 @@ RECALL_TTL_S = 1.0
 """How long what one recall read may answer its later calls (a recall takes milliseconds)."""
 _COLUMNS = len(FACT_COLUMNS.split(","))
 _F_COLUMNS = ", ".join(f"f.{c.strip()}" for c in FACT_COLUMNS.split(","))
-_HITS_SQL = (
-    WORD_CTE + ", ranked AS (SELECT fact_id, s, row_number() OVER (ORDER BY s DESC, created, fact_id) AS r"
-    " FROM hits),"
+_HITS_TAIL = (
+    ", ranked AS (SELECT fact_id, s, row_number() OVER (ORDER BY s DESC, created, fact_id) AS r FROM hits),"
     f" lend AS (SELECT a.id, {NEIGHBOUR_IDS_SQL} AS ids FROM ranked h JOIN gm_facts a ON a.id = h.fact_id"
     f" WHERE h.r <= %s AND {LENDER_SQL}),"
     " want AS (SELECT fact_id AS id FROM ranked UNION SELECT unnest(ids) FROM lend)"
@@ -49,6 +48,7 @@ _HITS_SQL = (
     " LEFT JOIN ranked h ON h.fact_id = f.id LEFT JOIN lend l ON l.id = f.id"
     " WHERE f.id = ANY(ARRAY(SELECT id FROM want))"  # by primary key, never a scan
 )
+"""After :func:`word_cte`: the neighbours of its best hits, and the rows of all of them."""
 _LENDERS_SQL = (
     f"WITH lend AS (SELECT a.id, {NEIGHBOUR_IDS_SQL} AS ids FROM gm_facts a"
     f" WHERE a.id = ANY(%s) AND {LENDER_SQL}),"
@@ -57,8 +57,7 @@ _LENDERS_SQL = (
     " LEFT JOIN lend l ON l.id = f.id WHERE f.id = ANY(ARRAY(SELECT id FROM want))"
 )
 """Neighbours of the given facts, with the rows of the lenders and their neighbours (the shape of
-``_HITS_SQL``)."""
-"""The word search (``WORD_CTE``), the neighbours of its best hits, and the rows of all of them."""
+the word search's read)."""
 _ALIASES_SQL = (
     f"SELECT {FACT_COLUMNS} FROM gm_facts WHERE agent_id = ANY(%s) AND kind = 'alias'"
     " AND superseded_by IS NULL ORDER BY created_at, id"
@@ -255,7 +254,8 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         found = None
         with c.pipeline():
             hits = c.execute(
-                _HITS_SQL.format(confidence=clause), [*params, hints.window, hints.window, lenders]
+                (word_cte(len(stems)) + _HITS_TAIL).format(confidence=clause),
+                [*params, hints.window, hints.window, lenders],
             )
             if phrases and len(phrase_groups) == len(phrases):
                 query, phrase_params = phrase_parts_query(phrase_groups, agent_ids, confidences)
