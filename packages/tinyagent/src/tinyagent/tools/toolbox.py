@@ -86,6 +86,7 @@ class Toolbox:
         self._commands = 0
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._subreaper = False
+        self._bash_path: str | None = None
 
     # -- public -------------------------------------------------------------------------------
     def run(self, call: ToolCall) -> ToolResult:
@@ -198,7 +199,7 @@ class Toolbox:
             return ToolResult("error: not executed: the run was interrupted", True)
         try:
             proc = subprocess.Popen(
-                ["bash", "-c", command],
+                [self._bash_executable(), "-c", command],
                 cwd=self.cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -229,6 +230,20 @@ class Toolbox:
             )
         note = "\n[background processes holding the output were killed]" if lingering else ""
         return ToolResult(f"exit code: {proc.returncode}\n{output}{note}")
+
+    def _bash_executable(self) -> str:
+        """`bash` as the commands' PATH finds it, looked up once per run (Popen would search PATH, with
+        one failed exec per earlier directory, for every command); plain "bash" when it is not found."""
+        if self._bash_path is None:
+            self._bash_path = "bash"
+            for directory in os.environ.get("PATH", os.defpath).split(os.pathsep):
+                if not os.path.isabs(directory):  # relative to each command's cwd: leave it to Popen
+                    break
+                candidate = os.path.join(directory, "bash")
+                if os.access(candidate, os.X_OK) and os.path.isfile(candidate):
+                    self._bash_path = candidate
+                    break
+        return self._bash_path
 
     def _read_file(self, arguments: dict[str, Any]) -> ToolResult:
         path = self._path(arguments)
