@@ -188,3 +188,34 @@ def test_records_replay_in_order_with_the_compacted_view_they_carry() -> None:
     not_pending, _ = fold_journal(checkpoint, first + results)
     assert not_pending.resume is not None and not not_pending.resume.tool_batch_pending
     assert not_pending.resume.compaction is None
+
+
+def test_a_long_journal_is_erased_once_a_full_save_holds_it(tmp_path: Path) -> None:
+    """A real run (resume-mode saves: each full save lands before the next reply) whose records pass
+    ROTATE_BYTES: the next reply's record starts an erased journal; the run ends with every turn saved."""
+    from support.loop_agent import make
+    from support.tinyagent_cli import call, reply
+    from tinyagent.trajectory.files import TrajectoryFile, load_trajectory
+
+    big = "x" * (ROTATE_BYTES // 3 + 1000)
+    replies = [reply(call("write_file", path=f"f{n}.txt", content=big)) for n in range(3)]
+    replies.append(reply(call("bash", command="cp ../run.json.pending snapshot.bin")))
+    replies.append(reply(call("submit", answer="done")))
+    save = TrajectoryFile(tmp_path / "run.json", journal=True)
+    agent, traj, _, stderr = make(tmp_path, replies, save=save, stop_on_save_failure=True)
+    assert traj.resume is not None
+    traj.resume = traj.resume.model_copy(update={"journal": save.journal_ref})
+    agent.run(traj)
+    assert traj.exit_status is ExitStatus.SUBMITTED, stderr.getvalue()
+    records = _records(tmp_path / "work" / "snapshot.bin").split(b"\n")
+    assert len(records) == 2 and records[1] == b""  # erased, then only the copying reply's record
+    snapshot_index = len(traj.messages) - 4  # ... reply(cp), its result, reply(submit), its result
+    assert json_index(records[0]) == snapshot_index
+    assert not (tmp_path / "run.json.pending").exists()
+    assert len(load_trajectory(tmp_path / "run.json").messages) == len(traj.messages)
+
+
+def json_index(line: bytes) -> int:
+    import json
+
+    return int(json.loads(line)["index"])
