@@ -18,8 +18,6 @@ from graymatter.store.postgres.schema import STAT_SHARDS
 from graymatter.store.postgres.tokenizer import clip_lexeme, stored_positions, tsvector_literal
 from graymatter.store.rows import FACT_COLUMNS, fact_values
 
-Posting = tuple[str, str, str, int, int, datetime, str, list[int]]
-
 
 def adjust_stats(c: psycopg.Connection[Any], terms: Counter[str], docs: int, tokens: int) -> None:
     """Add (or subtract) document frequencies and totals, on one random shard, in lock order."""
@@ -94,7 +92,7 @@ def copy_text(rows: Sequence[Sequence[Any]]) -> str:
     return "".join("\t".join(map(_field, row)) + "\n" for row in rows)
 
 
-def _copy(c: psycopg.Connection[Any], rows: list[tuple[Any, ...]], postings: list[Posting]) -> None:
+def _copy(c: psycopg.Connection[Any], rows: list[tuple[Any, ...]], postings: list[str]) -> None:
     """COPY: the bulk path (ids are new, so plain inserts; one round trip per table)."""
     with c.cursor() as cur:
         with cur.copy(f"COPY gm_facts ({FACT_COLUMNS}, embed_state, tsv, doc_len) FROM STDIN") as copy:
@@ -104,7 +102,22 @@ def _copy(c: psycopg.Connection[Any], rows: list[tuple[Any, ...]], postings: lis
                 "COPY gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence, positions)"
                 " FROM STDIN"
             ) as copy:
-                copy.write(copy_text(postings))
+                copy.write("".join(postings))
+
+
+def _postings(
+    fact: Fact, places: dict[str, list[int]], doc_len: int, kept: dict[str, list[int]]
+) -> list[str]:
+    """The fact's ``gm_postings`` rows in COPY's text format: one per stored stem (term counts unclipped)."""
+    counts: Counter[str] = Counter()
+    for stem, where in places.items():
+        counts[clip_lexeme(stem)] += len(where)
+    shared = "\t".join(map(_field, (fact.agent_id, fact.id)))
+    tail = "\t".join(map(_field, (doc_len, fact.created_at, fact.confidence)))
+    return [
+        f"{_field(stem)}\t{shared}\t{tf}\t{tail}\t{{{','.join(map(str, kept[stem]))}}}\n"
+        for stem, tf in counts.items()
+    ]
 
 
 def insert_facts(
@@ -116,7 +129,7 @@ def insert_facts(
     terms: Counter[str] = Counter()
     tokens = 0
     rows = []
-    postings: list[Posting] = []
+    postings: list[str] = []
     provenances: dict[int, str] = {}
     for fact, state in zip(facts, states, strict=True):
         if "\x00" in fact.text:
@@ -128,15 +141,10 @@ def insert_facts(
             places, doc_len = found
             kept = stored_positions(places)
             tsv = tsvector_literal(kept, stored=True)
-            counts: Counter[str] = Counter()
-            for stem, where in places.items():
-                counts[clip_lexeme(stem)] += len(where)
-            terms.update(dict.fromkeys(counts, 1))
+            lines = _postings(fact, places, doc_len, kept)
+            terms.update(dict.fromkeys(kept, 1))
             tokens += doc_len
-            postings.extend(
-                (stem, fact.agent_id, fact.id, tf, doc_len, fact.created_at, fact.confidence, kept[stem])
-                for stem, tf in counts.items()
-            )
+            postings.extend(lines)
         rows.append((*fact_values(fact, DIALECT.to_db_time, provenances), state, tsv, doc_len))
     _copy(c, rows, postings)
     adjust_stats(c, terms, len(indexed), tokens)

@@ -5,6 +5,7 @@ from __future__ import annotations
 MAX_TERM_COUNT = 256  # PostgreSQL keeps at most 256 positions per lexeme
 MAX_POSITION = 16383  # and positions up to 16383
 MAX_LEXEME_BYTES = 2046  # PostgreSQL's limit on one lexeme is 2 KiB
+_SAFE_CHARS = MAX_LEXEME_BYTES // 4  # a stem this short never needs clipping (UTF-8: at most 4 bytes a char)
 
 
 def clip_lexeme(lexeme: str) -> str:
@@ -22,6 +23,11 @@ def _quote_lexeme(lexeme: str) -> str:
 def stored_positions(positions: dict[str, list[int]]) -> dict[str, list[int]]:
     """Per stored lexeme (clipped stem), its token positions as a ``tsvector`` keeps them: distinct,
     at most 16,383, the first 256, ascending. Lexemes in sorted order."""
+    short = all(
+        len(stem) <= _SAFE_CHARS and len(places) <= MAX_TERM_COUNT for stem, places in positions.items()
+    )
+    if short and max((places[-1] for places in positions.values() if places), default=0) <= MAX_POSITION:
+        return {stem: positions[stem] for stem in sorted(positions)}  # the tokenizer's: ascending, distinct
     merged: dict[str, list[int]] = {}
     for stem, places in positions.items():
         merged.setdefault(clip_lexeme(stem), []).extend(places)
