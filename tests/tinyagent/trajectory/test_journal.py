@@ -219,3 +219,25 @@ def json_index(line: bytes) -> int:
     import json
 
     return int(json.loads(line)["index"])
+
+
+def test_a_record_overlapping_a_full_pending_save_continues_it_and_must_match_it() -> None:
+    """The reply was saved in full, marked pending (the journal was not usable yet); the next record
+    holds that reply and its result: the overlap must be the file's own reply, the result is added."""
+    checkpoint, record = _pending_pair()
+    pending_file, _ = fold_journal(checkpoint, record)  # what the full pending save holds
+    assert pending_file.resume is not None and pending_file.resume.journal is not None
+    ref = pending_file.resume.journal
+    state = pending_file.model_copy(deep=True)
+    state.messages.append(Message(role="tool", content="ok", tool_call_id="call_9", name="bash"))
+    results = encode_record(ref, state, len(state.messages) - 2, pending=False, compaction=None)
+    folded, _ = fold_journal(pending_file, results)
+    assert folded.messages == state.messages
+    assert folded.resume is not None and not folded.resume.tool_batch_pending
+    other = state.model_copy(deep=True)
+    other.messages[-2] = Message(role="assistant", tool_calls=[ToolCall(id="x", name="bash", arguments="{}")])
+    with pytest.raises(ResumeRefused) as refused:
+        fold_journal(
+            pending_file, encode_record(ref, other, len(other.messages) - 2, pending=False, compaction=None)
+        )
+    assert refused.value.category == "pending journal mismatch"

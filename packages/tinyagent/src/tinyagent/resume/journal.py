@@ -115,21 +115,29 @@ def fold_journal(checkpoint: Trajectory, data: bytes) -> tuple[Trajectory, list[
 
 
 def _replayed(checkpoint: Trajectory, state: Trajectory, record: JournalRecord) -> Trajectory:
-    """`state` after `record`: unchanged when the checkpoint already holds it, else its messages appended."""
+    """`state` after `record`: unchanged when the checkpoint already holds it, else its new messages appended.
+
+    A record may overlap the checkpoint's end (a reply saved in full, marked pending, when the journal
+    could not be used yet, then journaled with its results): the overlap must match the checkpoint.
+    """
     have = len(checkpoint.messages)
     name = checkpoint.resume.journal.name if checkpoint.resume and checkpoint.resume.journal else ""
-    if record.index + len(record.messages) <= have:  # folded: a full save after it landed
-        if checkpoint.messages[record.index : record.index + len(record.messages)] != record.messages:
-            refuse(MISMATCH, f"the pending journal {name} records messages this checkpoint does not have")
+    end = record.index + len(record.messages)
+    overlap = max(0, min(end, have) - record.index)
+    if checkpoint.messages[record.index : record.index + overlap] != record.messages[:overlap]:
+        refuse(MISMATCH, f"the pending journal {name} records messages this checkpoint does not have")
+    if end <= have:  # folded: a full save after it landed
         return state
-    if record.index != len(state.messages) or record.index < have:
+    if record.index + overlap != len(state.messages):
         refuse(
             MISMATCH,
             f"the pending journal {name} does not continue the checkpoint (an older copy of the "
             "trajectory?); resume the file the run was writing",
         )
     assert state.resume is not None and checkpoint.resume is not None
-    if checkpoint.exit_status is not ExitStatus.RUNNING or checkpoint.resume.tool_batch_pending:
+    if checkpoint.exit_status is not ExitStatus.RUNNING or (
+        checkpoint.resume.tool_batch_pending and not overlap
+    ):
         refuse(MISMATCH, f"the pending journal {name} continues a checkpoint that cannot have been continued")
     if record.totals.steps < state.totals.steps:
         refuse(MISMATCH, f"the pending journal {name} counts fewer steps than the state it continues")
@@ -138,7 +146,7 @@ def _replayed(checkpoint: Trajectory, state: Trajectory, record: JournalRecord) 
         resume = resume.model_copy(update={"compaction": record.compaction})
     return state.model_copy(
         update={
-            "messages": [*state.messages, *record.messages],
+            "messages": [*state.messages, *record.messages[overlap:]],
             "totals": record.totals,
             "warnings": list(record.warnings),
             "timing": state.timing.model_copy(update={"elapsed_seconds": record.elapsed_seconds}),
