@@ -3,18 +3,21 @@
 Many graymatter servers can share one database: every write is one transaction on a pooled connection,
 a revision is a compare-and-swap (``replace_facts`` locks its targets ``FOR UPDATE`` and stores the
 replacement only if they are all still live, so two servers revising the same fact never both succeed;
-ADR 0012), and nothing is cached in process that another server could make stale.
+ADR 0012), and nothing is cached in process that another server could make stale, except what one recall
+read for its own later calls (``recall.py``, ADR 0019: dropped by the next recall, any write, any other
+read, and after a second).
 
 Ranking parity with the SQLite store
 ------------------------------------
 The keyword signal must rank exactly like SQLite's FTS5 ``bm25()``. So this backend does not use a
 PostgreSQL text-search dictionary at all: text is tokenised and Porter-stemmed by SQLite's own FTS5
 ``porter unicode61 remove_diacritics 2`` tokenizer, run in process on an in-memory SQLite database.
-The stems are stored twice, in one transaction with the fact:
+The stems are stored with the fact, in one transaction:
 
-* as a ``tsvector`` with token positions and a GIN index, which answers phrase terms (adjacent stems);
-* as rows of ``gm_postings`` (stem, agent, fact, term count, document length), a covering B-tree that
-  scores single-word terms without touching the facts table.
+* as rows of ``gm_postings`` (stem, agent, fact, term count, document length, token positions), a
+  covering B-tree that scores words and phrases (adjacent stems, by their positions) in one statement
+  without touching the facts table (ADR 0019);
+* as a ``tsvector`` column of the fact, which says which postings to remove when the fact is retired.
 
 The score is FTS5's BM25 (k1 = 1.2, b = 0.75, idf floor 1e-6, summed in query-term order with FTS5's
 floating-point operation order, so scores are bit-identical) over corpus statistics that every write
@@ -24,12 +27,13 @@ cover live facts of every namespace. Known bound: phrase matching sees at most 2
 and positions up to 16,383 (PostgreSQL's tsvector limits), which only matters for facts of many
 thousand words.
 
-Vectors live in ``gm_vectors`` (pgvector, cosine) with an HNSW index built for the dimension of the
-current embedding model; searches use pgvector's iterative index scan in strict order so that namespace
-and confidence filters do not starve the result list. Unlike SQLite's exact numpy scan this is an
-approximate search: pgvector stops after ``hnsw.max_scan_tuples`` (20,000) candidates, so a namespace
-holding a tiny share of a very large store can get fewer than ``limit`` vector candidates (keyword and
-recency candidates are unaffected).
+Vectors live in ``gm_vectors`` (pgvector, cosine) with an HNSW graph over half-precision copies built
+for the dimension of the current embedding model; searches use pgvector's iterative index scan in strict
+order so that namespace and confidence filters do not starve the result list, and re-rank a margin of
+candidates in full precision. Unlike SQLite's exact numpy scan this is an approximate search: pgvector
+stops after ``hnsw.max_scan_tuples`` (20,000) candidates, so a namespace holding a tiny share of a very
+large store can get fewer than ``limit`` vector candidates (keyword and recency candidates are
+unaffected).
 """
 
 from __future__ import annotations
