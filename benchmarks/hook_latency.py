@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import socket
@@ -60,19 +59,28 @@ class Row:
     warm: bool = False
 
 
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _timed(command: list[str], env: dict[str, str], payload: bytes | None = None) -> tuple[float, float, str]:
-    """Wall seconds, CPU seconds (user + system, of the child alone) and stdout of one run."""
-    cpu, start = _cpu(), time.perf_counter()
-    done = subprocess.run(command, env=env, input=payload, capture_output=True, timeout=120)
-    elapsed, used = time.perf_counter() - start, _cpu() - cpu
-    if done.returncode != 0:
-        raise RuntimeError(f"{command[0]} exited {done.returncode}: {done.stderr.decode()[-300:]}")
-    return elapsed, used, done.stdout.decode()
+    """Wall seconds, CPU seconds (user + system of that child alone, from ``wait4``: no other process
+    reaped meanwhile can leak into it) and stdout of one run."""
+    with tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        pipe = subprocess.PIPE
+        process = subprocess.Popen(command, env=env, stdin=pipe, stdout=pipe, stderr=err)
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            process.stdin.write(payload or b"")
+        except BrokenPipeError:
+            pass
+        process.stdin.close()
+        out = process.stdout.read()
+        _pid, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - start
+        process.returncode = os.waitstatus_to_exitcode(status)
+        process.stdout.close()
+        if process.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{command[0]} exited {process.returncode}: {err.read().decode()[-300:]}")
+    return elapsed, usage.ru_utime + usage.ru_stime, out.decode()
 
 
 def _payload(project: Path, run: int, query: str, event: str, tag: str) -> bytes:
