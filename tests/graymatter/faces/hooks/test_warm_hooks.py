@@ -360,3 +360,27 @@ def test_a_warm_child_killed_mid_hook_prints_nothing_exits_0_and_logs_one_line(
     )
     assert (record["session"], record["agent_id"]) == ("s1", "my-app")
     assert "sk-hidden-note" not in (store / "hooks.log").read_text()
+
+
+def test_odd_payloads_through_the_warm_server_are_read_as_in_process(runtime: Path, tmp_path: Path) -> None:
+    """Empty, BOM-prefixed, oversized and broken payloads: the relay reads what the in-process hook reads."""
+    project = tmp_path / "my-app"
+    (project / ".git").mkdir(parents=True)
+    _seed(project)
+    store = project / ".graymatter"
+    env = _env(runtime, tmp_path)
+    payloads = [
+        b"",
+        b"\xef\xbb\xbf" + json.dumps({"session_id": "bom", "source": "startup"}).encode(),
+        json.dumps({"prompt": "q" * (1024 * 1024)}).encode(),
+        b"{broken",
+    ]
+    for raw in payloads:
+        cold = _hook({**env, "GRAYMATTER_MCP_WARM": "0"}, "session-start", raw, project)
+        (cold_line,) = _records(store)[-1:]
+        warm, added = _served_warm(store, runtime, env, lambda r=raw: _hook(env, "session-start", r, project))
+        assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+        line = added[-1]
+        assert (line["outcome"], line.get("error")) == (cold_line["outcome"], cold_line.get("error"))
+    outcomes = [r["outcome"] for r in _records(store) if r.get("served") == "warm"]
+    assert outcomes == ["injected", "injected", "error", "error"]
