@@ -8,6 +8,7 @@
 * A warm server killed with SIGKILL (a stale socket), and a socket whose server refuses the request: the
   hook runs in-process with the same output, and a new warm server is launched.
 * A warm child killed in the middle of a hook: the relay prints nothing, exits 0 and logs one line.
+* Empty, BOM-prefixed, oversized and broken payloads give what they give in-process.
 """
 
 from __future__ import annotations
