@@ -1,4 +1,4 @@
-"""The trajectory file: one versioned JSON document per run, saved after every turn.
+"""The trajectory file: one versioned JSON document per run, each turn also in its pending journal.
 
 The pydantic models here are the only definition of the format (see docs/trajectory.md).
 `TRAJECTORY_FORMAT`/`FORMAT_VERSION` identify it; `resume` holds the additive, versioned
