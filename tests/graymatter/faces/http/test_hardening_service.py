@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -192,17 +193,26 @@ def test_pool_bounds_from_serve_cap_the_connections_each_server_holds(pg_dsn: st
                 http.post(url + "/remember", json={"agent_id": "pool", "text": f"pool fact {n} {i}"})
                 http.get(url + "/recall", params={"agent_id": "pool", "q": "pool fact"})
 
+    def connections(watcher: Any) -> int:
+        row = watcher.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
     try:
+        # Each server's start-up probe (one connection, closed at once) can still be listed while its
+        # backend exits: wait until only the pools' minimum (one per server) is left before measuring.
+        with psycopg.connect(pg_dsn, autocommit=True) as watcher:
+            settle = time.monotonic() + 10
+            while connections(watcher) > len(servers) and time.monotonic() < settle:
+                time.sleep(0.02)
         clients = [threading.Thread(target=hammer, args=(s.url, n)) for n in range(4) for s in servers]
         for client in clients:
             client.start()
         with psycopg.connect(pg_dsn, autocommit=True) as watcher:
             while any(c.is_alive() for c in clients):
-                row = watcher.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
-                    (database,),
-                ).fetchone()
-                peak = max(peak, int(row[0]) if row else 0)
+                peak = max(peak, connections(watcher))
                 time.sleep(0.02)
         for client in clients:
             client.join()
