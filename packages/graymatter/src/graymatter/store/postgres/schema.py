@@ -123,7 +123,7 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
     # 3: incremental decay: each fact's next decay moment, and the facts due found by index (store/decay.py).
     3: decay_indexes("gm_facts", "timestamptz"),
-    # 4: phrases from the postings (ADR 0019): each posting carries its token positions, copied from the
+    # 4: phrases from the postings (ADR 0018): each posting carries its token positions, copied from the
     # fact's tsvector, inside the covering index; the GIN index over tsvectors is no longer read.
     4: [
         "ALTER TABLE gm_postings ADD COLUMN positions smallint[]",

@@ -4,7 +4,7 @@ Many graymatter servers can share one database: every write is one transaction o
 a revision is a compare-and-swap (``replace_facts`` locks its targets ``FOR UPDATE`` and stores the
 replacement only if they are all still live, so two servers revising the same fact never both succeed;
 ADR 0012), and nothing is cached in process that another server could make stale, except what one recall
-read for its own later calls (``recall.py``, ADR 0019: dropped by the next recall, any write, any other
+read for its own later calls (``recall.py``, ADR 0018: dropped by the next recall, any write, any other
 read, and after a second).
 
 Ranking parity with the SQLite store
@@ -16,7 +16,7 @@ The stems are stored with the fact, in one transaction:
 
 * as rows of ``gm_postings`` (stem, agent, fact, term count, document length, token positions), a
   covering B-tree that scores words and phrases (adjacent stems, by their positions) in one statement
-  without touching the facts table (ADR 0019);
+  without touching the facts table (ADR 0018);
 * as a ``tsvector`` column of the fact, which says which postings to remove when the fact is retired.
 
 The score is FTS5's BM25 (k1 = 1.2, b = 0.75, idf floor 1e-6, summed in query-term order with FTS5's
