@@ -152,12 +152,26 @@ def test_every_write_action(browser: Any, server: ServerProcess) -> None:
     _submit(browser, "forget", confirm=True)
     assert "Forgotten" in _text(browser) and "Superseded facts cannot be changed." in _text(browser)
     _clean(browser)
-    browser.get(server.url + "/ui/graph?agent=alpha")
+    _get_graph(browser, server.url + "/ui/graph?agent=alpha")
     labels = [
         t.get_attribute("textContent") for t in browser.find_elements(By.CSS_SELECTOR, "svg.graph .node text")
     ]
     assert {"alice", "bob", "billing service", "valkey"} <= set(labels)
     shoot(browser, "graph")
+
+
+def _get_graph(driver: Any, url: str) -> None:
+    """Open the graph page and wait until it shows its graph. Under load, the navigation that follows a
+    confirmed form (POST, then its redirect) can still be in flight and replace the page asked for."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    def shown(d: Any) -> bool:
+        if d.current_url != url:
+            d.get(url)
+        return bool(d.find_elements(By.CSS_SELECTOR, "svg.graph"))
+
+    driver.get(url)
+    WebDriverWait(driver, 30).until(shown, message=f"no graph on {driver.current_url}: {_text(driver)[:200]}")
 
 
 def _submit(driver: Any, action: str, *, confirm: bool = False, **fields: str) -> None:
