@@ -22,7 +22,6 @@ import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from graymatter.engine.memory import Memory
 from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
 from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
 from support.env import hermetic_env
+from support.warm import alive, connects, lock_pid, private_runtime
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -45,26 +45,7 @@ Logs = Callable[[Path], list[dict[str, Any]]]
 @pytest.fixture
 def runtime() -> Iterator[Path]:
     """A private, short XDG_RUNTIME_DIR; the warm servers that listened in it are ended afterwards."""
-    directory = Path(tempfile.mkdtemp(prefix="gmh-", dir="/tmp"))
-    yield directory
-    for lock in (directory / "graymatter").glob("mcp-*.lock"):
-        pid = _lock_pid(lock)
-        if pid is not None and _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-def _lock_pid(lock: Path) -> int | None:
-    text = lock.read_text().strip()
-    return int(text) if text.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    yield from private_runtime("gmh-")
 
 
 def _env(runtime: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -81,17 +62,6 @@ def _socket(runtime: Path) -> Path:
     return path
 
 
-def _connects(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
 def _warm_pid(runtime: Path, env: dict[str, str]) -> int:
     """A warm server listening for the code as it is now; its pid (launched here if none is up)."""
     deadline = time.monotonic() + 120
@@ -99,10 +69,10 @@ def _warm_pid(runtime: Path, env: dict[str, str]) -> int:
     while time.monotonic() < deadline:
         sock = _socket(runtime)
         lock = sock.with_suffix(".lock")
-        pid = _lock_pid(lock) if lock.exists() else None
-        if pid is not None and _alive(pid) and _connects(sock):
+        pid = lock_pid(lock) if lock.exists() else None
+        if pid is not None and alive(pid) and connects(sock):
             return pid
-        if sock.name not in launched and (pid is None or not _alive(pid)):
+        if sock.name not in launched and (pid is None or not alive(pid)):
             subprocess.Popen([sys.executable, "-c", WARM_SERVER_CODE], env=env, start_new_session=True)
             launched.add(sock.name)
         time.sleep(0.05)
@@ -257,20 +227,20 @@ def test_a_killed_warm_server_leaves_a_stale_socket_the_hook_survives(runtime: P
     old = _warm_pid(runtime, env)
     os.kill(old, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while _alive(old) and time.monotonic() < deadline:
+    while alive(old) and time.monotonic() < deadline:
         time.sleep(0.05)
     locks = (runtime / "graymatter").glob("*.lock")
-    stale = [lock.with_suffix(".sock") for lock in locks if _lock_pid(lock) == old]
-    assert stale and stale[0].exists() and not _connects(stale[0])
+    stale = [lock.with_suffix(".sock") for lock in locks if lock_pid(lock) == old]
+    assert stale and stale[0].exists() and not connects(stale[0])
     done = _hook(env, "session-start", {**payload, "session_id": "s2"}, project)
     assert (done.returncode, done.stdout, done.stderr) == (0, expected, b"")
     assert "served" not in _records(project / ".graymatter")[-1]  # in-process
     lock = stale[0].with_suffix(".lock")
     deadline = time.monotonic() + 60
-    while (_lock_pid(lock) in (None, old) or not _connects(stale[0])) and time.monotonic() < deadline:
+    while (lock_pid(lock) in (None, old) or not connects(stale[0])) and time.monotonic() < deadline:
         time.sleep(0.05)  # nothing here launches one: the hook did
-    new = _lock_pid(lock)
-    assert new is not None and new != old and _alive(new) and _connects(stale[0])
+    new = lock_pid(lock)
+    assert new is not None and new != old and alive(new) and connects(stale[0])
 
 
 def test_a_socket_whose_server_refuses_the_request_falls_back_in_process(

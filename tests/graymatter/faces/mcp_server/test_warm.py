@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +25,7 @@ import pytest
 from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
 from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
 from support.processes import graymatter_command, server_env
+from support.warm import alive, connects, lock_pid, private_runtime
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,26 +44,7 @@ INIT = {
 @pytest.fixture
 def runtime() -> Iterator[Path]:
     """A private, short XDG_RUNTIME_DIR (socket paths are short); its warm servers are ended afterwards."""
-    directory = Path(tempfile.mkdtemp(prefix="gmw-", dir="/tmp"))
-    yield directory
-    for lock in (directory / "graymatter").glob("mcp-*.lock"):
-        pid = _lock_pid(lock)
-        if pid is not None and _alive(pid):
-            os.kill(pid, signal.SIGTERM)
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-def _lock_pid(lock: Path) -> int | None:
-    text = lock.read_text().strip()
-    return int(text) if text.isdigit() else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    yield from private_runtime("gmw-")
 
 
 def _wait_for(predicate: object, what: str, limit: float = 60.0) -> None:
@@ -95,10 +75,10 @@ def _warm_pid(runtime: Path, env: dict[str, str]) -> int:
     launched: dict[str, subprocess.Popen[bytes]] = {}
     while time.monotonic() < deadline:
         sock = _socket(runtime)
-        pid = _lock_pid(sock.with_suffix(".lock")) if sock.with_suffix(".lock").exists() else None
-        if pid is not None and _alive(pid) and _connects(sock):
+        pid = lock_pid(sock.with_suffix(".lock")) if sock.with_suffix(".lock").exists() else None
+        if pid is not None and alive(pid) and connects(sock):
             return pid
-        if sock.name not in launched and (pid is None or not _alive(pid)):
+        if sock.name not in launched and (pid is None or not alive(pid)):
             command = [sys.executable, "-c", WARM_SERVER_CODE]
             launched[sock.name] = subprocess.Popen(command, env=env, start_new_session=True)
         time.sleep(0.05)
@@ -197,7 +177,7 @@ def test_second_serve_runs_in_a_child_of_the_warm_server(runtime: Path, tmp_path
     assert relay_stdin in child_fds  # the child serves the relay's own pipe (the SDK moves it off fd 0)
     assert _finish(second) == (0, b"")
     assert _comparable(warm) == _comparable(cold)
-    _wait_for(lambda: not _alive(child), "the child to exit")
+    _wait_for(lambda: not alive(child), "the child to exit")
 
 
 def test_failing_serve_reads_the_same_through_the_warm_server(runtime: Path, tmp_path: Path) -> None:
@@ -216,35 +196,24 @@ def test_killed_relay_takes_its_child_down(runtime: Path, tmp_path: Path) -> Non
     relay, _answers, child = _warm_session(runtime, tmp_path / "b", _env(runtime))
     relay.kill()
     relay.wait(timeout=30)
-    _wait_for(lambda: not _alive(child), "the orphaned child to exit")
+    _wait_for(lambda: not alive(child), "the orphaned child to exit")
 
 
 def test_stale_socket_of_a_killed_warm_server_is_survived_and_replaced(runtime: Path, tmp_path: Path) -> None:
     env = _env(runtime)
     old = _warm_pid(runtime, env)
     os.kill(old, signal.SIGKILL)
-    _wait_for(lambda: not _alive(old), "the warm server to die")
-    (lock,) = [x for x in (runtime / "graymatter").glob("mcp-*.lock") if _lock_pid(x) == old]
+    _wait_for(lambda: not alive(old), "the warm server to die")
+    (lock,) = [x for x in (runtime / "graymatter").glob("mcp-*.lock") if lock_pid(x) == old]
     stale = lock.with_suffix(".sock")
     assert stale.exists()
-    assert not _connects(stale)  # nobody listens
+    assert not connects(stale)  # nobody listens
 
     process = _start(tmp_path / "b", env)
     assert "result" in _session(process)[0]  # served in-process
     assert _finish(process) == (0, b"")
     new = _warm_pid(runtime, env)
-    assert new != old and _alive(new)
-
-
-def _connects(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
+    assert new != old and alive(new)
 
 
 def test_unsafe_socket_directory_disables_the_warm_path(runtime: Path, tmp_path: Path) -> None:
@@ -273,7 +242,7 @@ def test_idle_warm_server_exits_and_removes_its_socket(runtime: Path, tmp_path: 
     env = _env(runtime, GRAYMATTER_MCP_WARM_IDLE="1")
     pid = _warm_pid(runtime, env)
     sock = _socket(runtime)
-    _wait_for(lambda: not _alive(pid), "the idle warm server to exit")
+    _wait_for(lambda: not alive(pid), "the idle warm server to exit")
     assert not sock.exists()
 
 
