@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from graymatter import Memory
@@ -60,6 +60,7 @@ def test_match_expression_is_never_fts_syntax(fts: sqlite3.Connection, terms: li
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(text=QUERY)
+@example(text="㈠ ½ ⑴x")  # compatibility decompositions that bring in "(" and "⁄" (found by this test)
 def test_any_query_tokenises_into_safe_terms(fts: sqlite3.Connection, text: str) -> None:
     terms = query_terms(text)
     assert len(terms) == len(set(terms))

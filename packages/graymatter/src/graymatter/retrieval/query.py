@@ -193,9 +193,12 @@ STOP_WORDS: frozenset[str] = frozenset(
 
 
 def normalise(token: str) -> str:
-    """Case-fold and strip diacritics, matching FTS5 ``unicode61 remove_diacritics 2``."""
+    """Case-fold and strip diacritics, matching FTS5 ``unicode61 remove_diacritics 2``.
+
+    Compatibility decomposition can bring in punctuation ("㈠" is "(一)", "½" is "1⁄2"); only letters and
+    digits are kept, so a term never carries a character that FTS5 query syntax would read."""
     folded = unicodedata.normalize("NFKD", token.casefold())
-    return "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return "".join(ch for ch in folded if ch.isalnum() and not unicodedata.combining(ch))
 
 
 def tokenize(text: str) -> list[str]:
