@@ -78,6 +78,7 @@ def test_scoped_memory_checks_every_namespace_before_any_effect(memory: Any) -> 
             lambda: scoped.forget("b", "b's fact"),
             lambda: scoped.revise("b", "b's fact", "y"),
             lambda: scoped.checkpoint_latest("b"),
+            lambda: scoped.checkpoint_latest_json("b"),
             lambda: scoped.checkpoint_save("b", {}),
             lambda: scoped.export(),
             lambda: scoped.import_bundle({}),

@@ -81,6 +81,20 @@ class Checkpoint(_Model):
     provenance: Provenance = Field(default_factory=Provenance)
 
 
+class CheckpointJSON(_Model):
+    """The newest checkpoint as stored, its state still JSON text: for a face that sends the state on as JSON.
+
+    ``state_json`` is the store's text of a JSON object, checked by the store (well-formed JSON whose first
+    character opens an object); decoding it gives :attr:`Checkpoint.state`.
+    """
+
+    id: str
+    agent_id: str
+    created_at: datetime
+    message_count: int = Field(default=0, ge=0)
+    state_json: str
+
+
 class Link(_Model):
     """A typed edge between two entities (lower-cased, trimmed labels) in one agent's namespace."""
 

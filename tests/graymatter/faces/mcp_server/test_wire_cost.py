@@ -25,7 +25,13 @@ from hypothesis import strategies as st
 
 from graymatter.faces.mcp_server.server import _success
 from graymatter.faces.mcp_server.stdio import COLLECTOR_THRESHOLDS, tune_collector
-from graymatter.faces.mcp_server.wire import HELD, StructuredContentPassThrough, hold_back, wire_result
+from graymatter.faces.mcp_server.wire import (
+    HELD,
+    RawJSON,
+    StructuredContentPassThrough,
+    hold_back,
+    wire_result,
+)
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -71,9 +77,11 @@ def test_failures_are_left_to_the_sdk() -> None:
     assert "structuredContent" not in _sdk_wire(failure, "2025-11-25")
 
 
-def test_outside_the_middleware_nothing_is_held_back() -> None:
-    wire = {"content": [], "structuredContent": {"a": 1}}
-    assert hold_back(wire) is wire
+def test_outside_the_middleware_nothing_is_held_back_and_stored_json_is_decoded() -> None:
+    wire = {"content": [], "structuredContent": {"a": 1, "state": RawJSON('{"b":[1,"ü"]}')}}
+    assert hold_back(wire) == {"content": [], "structuredContent": {"a": 1, "state": {"b": [1, "ü"]}}}
+    plain = {"content": [], "structuredContent": {"a": 1}}
+    assert hold_back(plain)["structuredContent"] is plain["structuredContent"]
     assert HELD.get() is None
 
 
@@ -107,12 +115,15 @@ def test_the_middleware_puts_back_what_the_handler_held_back_and_leaves_a_droppe
 def test_a_resume_over_stdio_is_what_the_sdk_makes_of_the_model(version: str, tmp_path: Any) -> None:
     from graymatter.engine.memory import Memory
     from graymatter.faces.mcp_server.results import resumed
+    from graymatter.faces.mcp_server.schemas import CheckpointResumeResult
     from support.processes import graymatter_command, server_env
 
-    state = {"turns": [{"n": i, "text": f'Schritt {i} ü "q"'} for i in range(50)], "ratio": 1.5e300}
+    state = {"turns": [{"n": i, "text": f'Schritt {i} ü "q"\n'} for i in range(50)], "ratio": 1.5e300}
     with Memory(tmp_path) as memory:
         memory.checkpoint_save("wire", state)
-        expected = _sdk_wire(_success(resumed(memory.checkpoint_latest("wire"))), version)
+        stored = resumed(memory.checkpoint_latest_json("wire"))
+    model = CheckpointResumeResult(id=stored.id, created_at=stored.created_at, state=state)
+    expected = _sdk_wire(_success(model), version)
     lines = [
         {
             "id": 0,
@@ -140,8 +151,13 @@ def test_a_resume_over_stdio_is_what_the_sdk_makes_of_the_model(version: str, tm
     )
     answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
     assert answers[0]["result"]["protocolVersion"] == version
-    assert answers[1]["result"] == expected
-    assert answers[1]["result"]["structuredContent"]["state"] == state
+    result = answers[1]["result"]
+    text = result["content"][0].pop("text")
+    assert json.loads(text) == json.loads(expected["content"][0].pop("text")) == result["structuredContent"]
+    assert (
+        result == expected
+    )  # the same answer; its text is the state as stored (``1.5e+300``), not re-dumped
+    assert result["structuredContent"]["state"] == state
 
 
 def test_tune_collector_freezes_start_up_objects_and_raises_thresholds() -> None:
@@ -200,3 +216,78 @@ def test_inline_stdout_keeps_the_sdk_claim_stray_output_goes_to_stderr() -> None
     )
     assert done.stdout == b'{"jsonrpc":"2.0","id":1,"result":{}}\nafter\n'
     assert done.stderr == b"stray\n"
+
+
+@settings(max_examples=80, deadline=None)
+@given(state=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=6), other=st.text(max_size=30))
+def test_a_spliced_line_is_the_line_the_sdk_would_write(state: dict[str, Any], other: str) -> None:
+    from pydantic_core import to_json
+
+    from graymatter.faces.mcp_server.wire import Splices, json_text
+
+    stored = json.dumps(state, ensure_ascii=False, separators=(",", ":"))
+    text = json_text({"id": other, "state": RawJSON(stored)})
+    assert json.loads(text) == {"id": other, "state": state}
+    splices = Splices()
+    shaped = {"content": [{"type": "text", "text": splices.fragment(to_json(text))}]}
+    shaped["structuredContent"] = splices.fragment(text.encode())  # type: ignore[assignment]
+    line = splices.apply(to_json({"id": 1, "result": shaped, "note": other}))
+    direct = {
+        "id": 1,
+        "result": {"content": [{"type": "text", "text": text}], "structuredContent": json.loads(text)},
+    }
+    assert json.loads(line) == {**direct, "note": other}
+    assert splices.apply(line) == line  # each fragment is used once
+
+
+def test_splices_leave_lookalike_text_alone_and_keep_few_pending() -> None:
+    from pydantic_core import to_json
+
+    from graymatter.faces.mcp_server.wire import MAX_PENDING_SPLICES, Splices
+
+    splices = Splices()
+    lookalike = "\x00graymatter-splice:0000000000000000:1"
+    marker = splices.fragment(b'{"x":1}')
+    assert marker != lookalike
+    line = to_json({"a": lookalike, "b": marker})
+    assert json.loads(splices.apply(line)) == {"a": lookalike, "b": {"x": 1}}
+    markers = [splices.fragment(b"1") for _ in range(MAX_PENDING_SPLICES + 3)]
+    kept = json.loads(splices.apply(to_json(markers)))
+    assert kept[:3] == markers[:3] and kept[3:] == [1] * MAX_PENDING_SPLICES
+
+
+def test_a_damaged_stored_state_is_a_tool_error_over_stdio_never_a_broken_line(tmp_path: Any) -> None:
+    import sqlite3
+
+    from graymatter.engine.memory import Memory
+    from support.processes import graymatter_command, server_env
+
+    with Memory(tmp_path) as memory:
+        saved = memory.checkpoint_save("wire", {"ok": 1})
+    with sqlite3.connect(tmp_path / "graymatter.db") as db:
+        db.execute("UPDATE checkpoints SET state = ? WHERE id = ?", ('{"ok": 1', saved.id))
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    call = {"name": "checkpoint_resume", "arguments": {"agent_id": "wire"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+    ]
+    done = subprocess.run(
+        graymatter_command(tmp_path, "mcp", "serve"),
+        input="".join(json.dumps(line) + "\n" for line in lines).encode(),
+        capture_output=True,
+        env=server_env(),
+        timeout=120,
+    )
+    answers = {message["id"]: message for message in map(json.loads, done.stdout.splitlines())}
+    assert answers[1]["result"] == {
+        "content": [
+            {
+                "type": "text",
+                "text": f"checkpoint resume error: checkpoint {saved.id} of agent 'wire' cannot be decoded"
+                " (ValueError)",
+            }
+        ],
+        "isError": True,
+    }

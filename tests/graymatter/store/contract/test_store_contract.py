@@ -206,6 +206,43 @@ def test_checkpoints_latest_list_and_never_overwritten(store_factory: StoreFacto
     assert store.import_checkpoints(cps) == (0, 3)
 
 
+def test_latest_checkpoint_json_is_the_stored_text_of_the_newest_state(store_factory: StoreFactory) -> None:
+    import json
+
+    store = store_factory()
+    assert store.latest_checkpoint_json("a") is None
+    state = {"turns": [{"text": 'ü 漢字 "q"\n', "n": 1.5e300}], "nested": {"empty": {}}}
+    older = Checkpoint(id=new_ulid(), agent_id="a", created_at=T0, state={"old": True})
+    newest = Checkpoint(id=new_ulid(), agent_id="a", created_at=T0 + timedelta(seconds=1), state=state)
+    newest = newest.model_copy(update={"message_count": 3})
+    for cp in (older, newest):
+        store.save_checkpoint(cp)
+    found = store.latest_checkpoint_json("a")
+    assert found is not None
+    assert (found.id, found.agent_id, found.created_at, found.message_count) == (
+        newest.id,
+        "a",
+        newest.created_at,
+        3,
+    )
+    assert json.loads(found.state_json) == state
+    assert "\n" not in found.state_json and ", " not in found.state_json  # compact, one line
+
+
+@pytest.mark.parametrize("damaged", ['{"a": [1, 2}', "[1, 2]", '"text"', ""])
+def test_latest_checkpoint_json_refuses_a_damaged_state(store_factory: StoreFactory, damaged: str) -> None:
+    from graymatter.errors import CorruptRecord
+
+    store: Any = store_factory()
+    cp = Checkpoint(id=new_ulid(), agent_id="a", created_at=T0, state={"ok": 1})
+    store.save_checkpoint(cp)
+    d = store._dialect
+    update = f"UPDATE {d.table('checkpoints')} SET state = {d.mark} WHERE id = {d.mark}"
+    store._write(lambda c: c.execute(update, (damaged, cp.id)))
+    with pytest.raises(CorruptRecord, match=f"checkpoint {cp.id} of agent 'a' cannot be decoded"):
+        store.latest_checkpoint_json("a")
+
+
 def test_links_are_idempotent(store_factory: StoreFactory) -> None:
     store = store_factory()
     link = Link(id=new_ulid(), agent_id="a", source="alice", target="billing", created_at=T0)

@@ -16,6 +16,7 @@ from graymatter.constants import Confidence
 from graymatter.models import (
     BatchRecallResult,
     Checkpoint,
+    CheckpointJSON,
     Fact,
     Interface,
     Link,
@@ -138,6 +139,8 @@ class MemoryAPI(Protocol):
     ) -> Checkpoint: ...
 
     def checkpoint_latest(self, agent_id: str) -> Checkpoint: ...
+
+    def checkpoint_latest_json(self, agent_id: str) -> CheckpointJSON: ...
 
     def checkpoint_get(self, agent_id: str, checkpoint_id: str) -> Checkpoint: ...
 

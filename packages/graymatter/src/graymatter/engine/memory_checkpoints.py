@@ -10,7 +10,7 @@ from graymatter.engine.memory_api import ProvenanceArg
 from graymatter.engine.memory_core import MemoryCore
 from graymatter.errors import InvalidInput, NoCheckpoint
 from graymatter.ids import new_ulid
-from graymatter.models import Checkpoint, utcnow
+from graymatter.models import Checkpoint, CheckpointJSON, utcnow
 
 
 class CheckpointMethods(MemoryCore):
@@ -52,6 +52,14 @@ class CheckpointMethods(MemoryCore):
         """The newest checkpoint; ``NoCheckpoint`` if the agent has none."""
         agent_id = self._agent(agent_id)
         checkpoint = self.store.latest_checkpoint(agent_id)
+        if checkpoint is None:
+            raise NoCheckpoint(f'no checkpoints for agent "{agent_id}"')
+        return checkpoint
+
+    def checkpoint_latest_json(self, agent_id: str) -> CheckpointJSON:
+        """The newest checkpoint, its state the stored JSON text (not decoded); ``NoCheckpoint`` if none."""
+        agent_id = self._agent(agent_id)
+        checkpoint = self.store.latest_checkpoint_json(agent_id)
         if checkpoint is None:
             raise NoCheckpoint(f'no checkpoints for agent "{agent_id}"')
         return checkpoint

@@ -27,6 +27,7 @@ from graymatter.errors import AccessDenied
 from graymatter.models import (
     BatchRecallResult,
     Checkpoint,
+    CheckpointJSON,
     ConsolidationReport,
     ExportBundle,
     Fact,
@@ -188,6 +189,9 @@ class ScopedMemory:
 
     def checkpoint_latest(self, agent_id: str) -> Checkpoint:
         return self._memory.checkpoint_latest(_readable(agent_id))
+
+    def checkpoint_latest_json(self, agent_id: str) -> CheckpointJSON:
+        return self._memory.checkpoint_latest_json(_readable(agent_id))
 
     def checkpoint_get(self, agent_id: str, checkpoint_id: str) -> Checkpoint:
         return self._memory.checkpoint_get(_readable(agent_id), checkpoint_id)

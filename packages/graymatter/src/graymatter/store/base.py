@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from graymatter.models import Checkpoint, Fact, Link, MemoryStats
+from graymatter.models import Checkpoint, CheckpointJSON, Fact, Link, MemoryStats
 from graymatter.store.tokens import TokenStore
 
 Vector = Sequence[float]
@@ -227,6 +227,9 @@ class Store(Protocol):
 
     def latest_checkpoint(self, agent_id: str) -> Checkpoint | None:
         """The newest checkpoint of the agent (``created_at`` then id), or ``None``."""
+
+    def latest_checkpoint_json(self, agent_id: str) -> CheckpointJSON | None:
+        """The newest checkpoint of the agent with its state as the stored JSON text, or ``None``."""
 
     def get_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         """The checkpoint with this id, or ``None``."""

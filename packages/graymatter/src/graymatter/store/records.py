@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from graymatter.models import Checkpoint, Link
+from graymatter.models import Checkpoint, CheckpointJSON, Link
 from graymatter.store.rows import (
     CHECKPOINT_COLUMNS,
     CHECKPOINT_INSERT_COLUMNS,
@@ -13,6 +13,7 @@ from graymatter.store.rows import (
     Dialect,
     checkpoint_values,
     decode_checkpoint,
+    decode_checkpoint_json,
     decode_link,
     link_values,
 )
@@ -76,6 +77,17 @@ class SharedRecords:
         """The newest checkpoint of the agent (``created_at`` then id), or ``None``."""
         found = self._checkpoints(f" WHERE agent_id = {self._dialect.mark}", [agent_id], 1)
         return found[0] if found else None
+
+    def latest_checkpoint_json(self, agent_id: str) -> CheckpointJSON | None:
+        """The newest checkpoint of the agent with its state as the stored JSON text, or ``None``."""
+        d = self._dialect
+        query = (
+            f"SELECT id, agent_id, created_at, message_count, state, {d.json_check or 'NULL'}"
+            f" FROM {d.table('checkpoints')} WHERE agent_id = {d.mark}"
+            f" ORDER BY created_at DESC, id DESC LIMIT 1"
+        )
+        row = self._read(lambda c: c.execute(query, [agent_id]).fetchone())
+        return None if row is None else decode_checkpoint_json(row, d.from_db_time)
 
     def get_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
         """The checkpoint with this id, or ``None``."""

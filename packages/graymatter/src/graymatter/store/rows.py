@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from graymatter.errors import CorruptRecord
-from graymatter.models import Checkpoint, Fact, Link, Provenance
+from graymatter.models import Checkpoint, CheckpointJSON, Fact, Link, Provenance
 from graymatter.store.base import Vector
 
 FACT_COLUMNS = (
@@ -19,6 +19,8 @@ FACT_COLUMNS = (
 CHECKPOINT_COLUMNS = "id, agent_id, created_at, message_count, state, messages, metadata, provenance"
 CHECKPOINT_INSERT_COLUMNS = "id, agent_id, created_at, state, messages, message_count, metadata, provenance"
 LINK_COLUMNS = "id, agent_id, source, target, relation, created_at, provenance"
+COMPACT = (",", ":")
+"""JSON separators of stored checkpoint texts (compact: the MCP face sends a stored state on as it is)."""
 EMBED_NONE, EMBED_PENDING, EMBED_DONE = 0, 1, 2
 CONFLICT = "the fact was revised or forgotten by another writer meanwhile; nothing was changed"
 """The message of ``Conflict`` when a compare-and-swap replacement finds a target already retired."""
@@ -38,6 +40,8 @@ class Dialect:
     """A fact from a :data:`FACT_COLUMNS` row."""
     insertion_order: str
     """The column that orders facts as they were inserted."""
+    json_check: str | None = None
+    """SQL that is true when the ``state`` column holds well-formed JSON (``None``: checked in Python)."""
 
     def table(self, name: str) -> str:
         """The backend's name of a table."""
@@ -121,8 +125,8 @@ def checkpoint_values(cp: Checkpoint, to_db_time: Callable[[datetime], Any]) -> 
         cp.id,
         cp.agent_id,
         to_db_time(cp.created_at),
-        json.dumps(cp.state, ensure_ascii=False),
-        json.dumps(cp.messages, ensure_ascii=False) if cp.messages is not None else None,
+        json.dumps(cp.state, ensure_ascii=False, separators=COMPACT),
+        json.dumps(cp.messages, ensure_ascii=False, separators=COMPACT) if cp.messages is not None else None,
         cp.message_count,
         json.dumps(cp.metadata, ensure_ascii=False),
         cp.provenance.model_dump_json(exclude_none=True),
@@ -149,6 +153,29 @@ def decode_checkpoint(row: Sequence[Any], from_db_time: Callable[[Any], datetime
             messages=messages,
             metadata=json.loads(row[6] or "{}"),
             provenance=Provenance.model_validate_json(row[7] or "{}"),
+        )
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecord(
+            f"checkpoint {row[0]} of agent {row[1]!r} cannot be decoded ({type(exc).__name__})"
+        ) from None
+
+
+def decode_checkpoint_json(
+    row: Sequence[Any], from_db_time: Callable[[Any], datetime | None]
+) -> CheckpointJSON:
+    """A checkpoint with its state as text, from ``id, agent_id, created_at, message_count, state, valid``
+    (``valid``: the dialect's JSON check, ``None`` when it has none); a malformed row raises CorruptRecord."""
+    try:
+        state, valid = row[4], row[5]
+        if not isinstance(state, str) or not state.startswith("{"):
+            raise ValueError("the state is no JSON object")
+        if valid is None and not isinstance(json.loads(state), dict):
+            raise ValueError("the state is no JSON object")
+        if valid is not None and not valid:
+            raise ValueError("the state is no well-formed JSON")
+        created = from_db_time(row[2])
+        return CheckpointJSON(
+            id=row[0], agent_id=row[1], created_at=created, message_count=row[3], state_json=state
         )
     except (ValueError, TypeError) as exc:
         raise CorruptRecord(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graymatter.faces.mcp_server.schemas import (
     CheckpointResumeResult,
@@ -14,9 +14,10 @@ from graymatter.faces.mcp_server.schemas import (
     RanksResult,
     ReceiptResult,
 )
+from graymatter.faces.mcp_server.wire import RawJSON
 
 if TYPE_CHECKING:
-    from graymatter.models import Checkpoint, RecallExplanation, RecallHit
+    from graymatter.models import CheckpointJSON, RecallExplanation, RecallHit
 
 
 def rfc3339(moment: datetime) -> str:
@@ -58,10 +59,15 @@ def receipt(hit: RecallExplanation) -> ReceiptResult:
     )
 
 
-def resumed(checkpoint: Checkpoint) -> CheckpointResumeResult:
-    """A restored checkpoint as published."""
+def resumed(checkpoint: CheckpointJSON) -> CheckpointResumeResult:
+    """A restored checkpoint as published, its state the store's JSON text (never decoded here).
+
+    Built without validation: every field but ``state`` is the store's checked record, and ``state`` is
+    :class:`RawJSON` the store checked to be a JSON object (the one field the model types as an open object).
+    """
     created = rfc3339(checkpoint.created_at)
     count = checkpoint.message_count or None
-    return CheckpointResumeResult(
-        id=checkpoint.id, created_at=created, state=checkpoint.state, message_count=count
+    fields: dict[str, Any] = {"state": RawJSON(checkpoint.state_json)}
+    return CheckpointResumeResult.model_construct(
+        id=checkpoint.id, created_at=created, message_count=count, **fields
     )

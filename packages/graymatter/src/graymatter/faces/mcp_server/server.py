@@ -34,7 +34,7 @@ from graymatter.faces.mcp_server.failures import error_text
 from graymatter.faces.mcp_server.schemas import input_schema_of
 from graymatter.faces.mcp_server.specs import INSTRUCTIONS, SERVER_NAME, TOOL_NAMES, TOOL_SPECS, ToolSpec
 from graymatter.faces.mcp_server.tools import GraymatterTools
-from graymatter.faces.mcp_server.wire import StructuredContentPassThrough, hold_back, wire_result
+from graymatter.faces.mcp_server.wire import StructuredContentPassThrough, hold_back, json_text, wire_result
 from graymatter.models import Provenance
 
 if TYPE_CHECKING:
@@ -47,8 +47,9 @@ if TYPE_CHECKING:
 
 
 PASS_THROUGH = frozenset({"state"})
-"""Result fields whose values are JSON data already (a checkpoint's state, decoded from JSON by the store):
-sent as they are instead of being walked again by pydantic (about 10 ms for a 1 MB state)."""
+"""Result fields whose values are JSON already (a checkpoint's state: the store's text as
+:class:`~graymatter.faces.mcp_server.wire.RawJSON`, or decoded data): sent as they are instead of being
+walked again by pydantic (about 10 ms for a 1 MB state)."""
 
 
 def _structured(payload: BaseModel) -> dict[str, Any]:
@@ -68,10 +69,9 @@ def _success(payload: BaseModel) -> CallToolResult:
     tools register no output model, see :func:`_registered_tool`).
     """
     from mcp_types import CallToolResult, TextContent
-    from pydantic_core import to_json
 
     structured = _structured(payload)
-    text = to_json(structured).decode()
+    text = json_text(structured)
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 

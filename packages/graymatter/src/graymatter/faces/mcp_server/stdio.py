@@ -63,17 +63,23 @@ class InlineStdout:
     """Stdout, written from the event loop itself: the SDK loop's write stream, and the transport's stdout.
 
     The SDK's transport hands every answer to a writer task, which dumps the message to a ``str`` and
-    hands the line to a worker thread twice (``write``, then ``flush``), where it is encoded again: a task
-    switch, two thread wake-ups and two copies of the line per answer. Here the server loop sends into this
-    object directly (:meth:`send`): the message is dumped to bytes by its own pydantic serializer (the
-    bytes of the SDK's ``model_dump_json(by_alias=True, exclude_unset=True)``) and written and flushed at
-    once. Each line is written whole without an await in between, so concurrent answers never interleave;
-    a client that stops reading its stdout blocks the server either way (the SDK's write stream holds no
-    buffer). The transport's own stdout calls (:meth:`write`, :meth:`flush`) stay for the SDK's duck type.
+    hands the line to a worker thread twice (``write``, then ``flush``), where it is encoded again: a
+    task switch, two thread wake-ups and two copies of the line per answer. Here the server loop sends
+    into this object directly (:meth:`send`): the message is dumped to bytes by its own pydantic
+    serializer (the bytes of the SDK's ``model_dump_json(by_alias=True, exclude_unset=True)``), the
+    fragments a tool result left in :attr:`splices` (its text and structured content, serialised once)
+    are spliced in, and the line is written and flushed at once. Each line is written whole without an
+    await in between, so concurrent answers never interleave; a client that stops reading its stdout
+    blocks the server either way (the SDK's write stream holds no buffer). The transport's own stdout
+    calls (:meth:`write`, :meth:`flush`) stay for the SDK's duck type.
     """
 
     def __init__(self, buffer: BinaryIO) -> None:
+        from graymatter.faces.mcp_server.wire import Splices
+
         self._buffer: BinaryIO | None = buffer
+        self.splices = Splices()
+        """Fragments the answers' lines get after dumping (a result's text and structured content)."""
 
     def _wire(self) -> BinaryIO:
         if self._buffer is None:
@@ -86,6 +92,7 @@ class InlineStdout:
         """Write ``item`` (a :class:`~mcp.shared.message.SessionMessage`) as one JSON line and flush it."""
         message = item.message
         data = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True)
+        data = self.splices.apply(data)
         wire = self._wire()
         wire.write(data + b"\n")
         wire.flush()
@@ -125,8 +132,11 @@ def _claim_stdout() -> tuple[InlineStdout, Callable[[], None] | None]:
 async def _serve(server: MCPServer) -> None:
     from mcp.server.stdio import stdio_server
 
+    from graymatter.faces.mcp_server.wire import SPLICES
+
     lowlevel: Any = server._lowlevel_server  # the SDK keeps the loop's server private
     stdout, release = _claim_stdout()
+    SPLICES.set(stdout.splices)  # the request tasks started below inherit it
     try:
         wire: Any = stdout  # duck-typed: the transport only awaits write() and flush()
         async with stdio_server(stdout=wire) as (read_stream, sdk_write_stream):

@@ -159,7 +159,7 @@ class GraymatterTools:
     def checkpoint_resume(self, args: CheckpointResumeArguments, provenance: Provenance) -> BaseModel:
         agent_id = require_agent_id(args.agent_id)
         try:
-            checkpoint = self.memory.checkpoint_latest(agent_id)
+            checkpoint = self.memory.checkpoint_latest_json(agent_id)
         except NoCheckpoint as exc:
             if args.on_missing == "empty":
                 return CheckpointResumeEmpty(found=False, agent_id=agent_id)

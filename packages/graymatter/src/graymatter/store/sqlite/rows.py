@@ -152,4 +152,6 @@ def decode_fact(row: Sequence[Any]) -> Fact:
         raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
 
 
-DIALECT = Dialect("?", "", to_micros, from_micros, decode_fact, insertion_order="rowid")
+DIALECT = Dialect(
+    "?", "", to_micros, from_micros, decode_fact, insertion_order="rowid", json_check="json_valid(state)"
+)
