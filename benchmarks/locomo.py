@@ -186,6 +186,10 @@ def _systems(task: str) -> list[tuple[str, Build]]:
         rows += [
             (EMBED_LABEL, _graymatter(task, embedder=_onnx)),
             (
+                "  embed ablation: no semantic re-scoring (session-3 trusted vote only)",
+                _graymatter(task, embedder=_onnx, semantic_weight=0.0),
+            ),
+            (
                 "  embed ablation: vector at full weight (no trust)",
                 _graymatter(task, embedder=_onnx, trust_vectors=False),
             ),

@@ -16,6 +16,11 @@ The vector signal is weighed by how much it can be trusted for this store and qu
 the facts share need no paraphrase) and as the nearest neighbour stands out less from the rest of the
 store's facts (a flat similarity profile is a weak signal). Keyword-only recall is unchanged.
 
+The vector signal also re-scores the keyword matches (:func:`semantic_rescore`): a keyword match that is
+also a near neighbour moves up by how far its cosine stands out from the 10th-30th nearest, on the scale
+of the best keyword score, weighed down as the best keyword match covers more of the query. Its own RRF
+vote then only brings in the facts the keywords missed, at ``VECTOR_VOTE`` x its trusted weight.
+
 Scoring needs only ranks, ``created_at`` and the confidence label, so :func:`order` works on light
 :class:`Scored` rows and :func:`select` loads full facts lazily, best first, only until ``top_k``
 distinct texts are found: a recall decodes about ``top_k`` facts instead of its whole pool.
@@ -237,11 +242,68 @@ def vector_trust(similarity: Mapping[str, float], best_coverage: float) -> float
 
 
 def trusted_weights(
-    weights: SignalWeights, similarity: Mapping[str, float], best_coverage: float, trust: bool = True
+    weights: SignalWeights,
+    similarity: Mapping[str, float],
+    best_coverage: float,
+    trust: bool = True,
+    vote: float = 1.0,
 ) -> SignalWeights:
-    """``weights`` with the vector weight scaled by :func:`vector_trust` (unchanged without neighbours,
-    or when ``trust`` is off: the equal-weight fusion of earlier releases, kept for the ablation)."""
+    """``weights`` with the vector weight scaled by :func:`vector_trust` and by ``vote`` (unchanged without
+    neighbours, or when ``trust`` is off: the equal-weight fusion of earlier releases, kept for the
+    ablation). ``vote`` is :data:`VECTOR_VOTE` when the vector signal re-scored the keyword matches."""
     if not (trust and similarity) or weights.vector <= 0:
         return weights
-    vector = weights.vector * vector_trust(similarity, best_coverage)
+    vector = weights.vector * vote * vector_trust(similarity, best_coverage)
     return SignalWeights.model_construct(keyword=weights.keyword, vector=vector, recency=weights.recency)
+
+
+SEMANTIC_WEIGHT = 2.0
+"""How much a keyword match gains, in units of the best keyword score, per ``VECTOR_SEPARATION`` by which
+its cosine stands out from the 10th-30th nearest (times ``1 - best keyword coverage``)."""
+VECTOR_VOTE = 0.25
+"""The vector signal's own RRF vote once it re-scored the keyword matches: it only adds the facts the
+keywords missed, so it no longer counts the similarity of the ones they found a second time."""
+
+
+def semantic_rescore(
+    keyword_score: Mapping[str, float],
+    similarity: Mapping[str, float],
+    best_coverage: float,
+    weight: float = SEMANTIC_WEIGHT,
+) -> dict[str, float]:
+    """Keyword scores on the scale of the best one (1.0), plus ``weight x (1 - best_coverage) x`` how far
+    each fact's cosine stands out from the mean of the 10th-30th nearest, in ``VECTOR_SEPARATION`` units
+    (0 below it, for facts that are not neighbours, and with fewer than 11 neighbours: no profile).
+
+    Only keyword matches are re-scored; the order among them is unchanged when ``weight`` is 0."""
+    if not keyword_score:
+        return dict(keyword_score)
+    best = max(keyword_score.values())
+    scale = 1.0 / best if best > 0 else 1.0
+    values = sorted(similarity.values(), reverse=True)
+    gain = weight * max(0.0, 1.0 - best_coverage) / VECTOR_SEPARATION
+    if gain <= 0 or len(values) <= 10:
+        return {fid: score * scale for fid, score in keyword_score.items()}
+    tail = values[9:30]
+    base = sum(tail) / len(tail)
+    return {
+        fid: score * scale + gain * max(0.0, similarity.get(fid, base) - base)
+        for fid, score in keyword_score.items()
+    }
+
+
+def vector_fusion(
+    keyword_score: dict[str, float],
+    weights: SignalWeights,
+    similarity: Mapping[str, float],
+    best_coverage: float,
+    trust: bool = True,
+    semantic_weight: float = SEMANTIC_WEIGHT,
+) -> tuple[dict[str, float], SignalWeights]:
+    """The keyword scores and fusion weights once the vector signal is weighed: with trust and neighbours,
+    keyword matches re-scored by :func:`semantic_rescore` and the vector vote at ``VECTOR_VOTE`` x its
+    trusted weight; without neighbours (keyword-only recall) both unchanged; without trust, equal weights."""
+    if not (trust and similarity and semantic_weight > 0 and weights.vector > 0):
+        return keyword_score, trusted_weights(weights, similarity, best_coverage, trust)
+    rescored = semantic_rescore(keyword_score, similarity, best_coverage, semantic_weight)
+    return rescored, trusted_weights(weights, similarity, best_coverage, trust, VECTOR_VOTE)

@@ -23,7 +23,7 @@ from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
 from graymatter.models import Fact, SignalWeights, default_weights
-from graymatter.retrieval.fusion import Fused, evidence_order, order, select, trusted_weights
+from graymatter.retrieval.fusion import SEMANTIC_WEIGHT, Fused, evidence_order, order, select, vector_fusion
 from graymatter.retrieval.keyword import (
     CONTEXT_MAX_GAP_S,
     CONTEXT_SOURCES,
@@ -79,6 +79,7 @@ class RecallRequest:
     coverage_weight: float = COVERAGE_WEIGHT
     temporal_weight: float = TEMPORAL_WEIGHT
     trust_vectors: bool = True
+    semantic_weight: float = SEMANTIC_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -199,6 +200,8 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     keyword_score, keyword_sources = combine(
         evidence, {fid: row[0] for fid, row in info.items()}, pool, max_gap_s=request.context_max_gap_s
     )
+    trust = (_best_coverage(evidence), request.trust_vectors, request.semantic_weight)
+    keyword_score, weights = vector_fusion(keyword_score, weights, similarity, *trust)
     # A query with informative words only returns facts with evidence of relevance (a keyword, phrase or
     # context hit, or a close vector neighbour); recency then orders among those. An empty or stop-word-only
     # query, or recency-only weights, keep the pure recency window (session start, sliding window).
@@ -208,7 +211,6 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     )
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
     info = {fid: row for fid, row in info.items() if fid in members}
-    weights = trusted_weights(weights, similarity, _best_coverage(evidence), request.trust_vectors)
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
     load = _fact_loader(store, allowed)
     results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
