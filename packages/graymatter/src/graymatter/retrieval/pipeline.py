@@ -190,7 +190,11 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     terms, evidence = _keyword_signal(store, request, agent_ids, pool, confidences, groups)
     similarity, vector_used = vector_job.result() if vector_job is not None else ({}, False)
     vector_ids = list(similarity)
-    recent_ids = store.recent(agent_ids, max(request.recency_pool, request.top_k), confidences)
+    # Only a recall without required evidence (see below) ranks the newest facts: with evidence required
+    # they could neither join the members nor be ranked, so they are not read.
+    relevance_required = bool(query_terms(request.query)) and (weights.keyword > 0 or vector_job is not None)
+    recency_pool = max(request.recency_pool, request.top_k)
+    recent_ids = [] if relevance_required else store.recent(agent_ids, recency_pool, confidences)
 
     pool_ids = list(dict.fromkeys([*evidence.candidate_ids(), *vector_ids, *recent_ids]))
     allowed = None if confidences is None else set(confidences)
@@ -205,7 +209,6 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     # A query with informative words only returns facts with evidence of relevance (a keyword, phrase or
     # context hit, or a close vector neighbour); recency then orders among those. An empty or stop-word-only
     # query, or recency-only weights, keep the pure recency window (session start, sliding window).
-    relevance_required = bool(query_terms(request.query)) and (weights.keyword > 0 or vector_job is not None)
     members = (
         {*keyword_score, *vector_ids} if relevance_required else {*keyword_score, *vector_ids, *recent_ids}
     )

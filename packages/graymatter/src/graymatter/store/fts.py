@@ -64,6 +64,10 @@ class FtsTokenizer:
             found = [hit if hit is not None else fresh[text] for text, hit in zip(texts, found, strict=True)]
         return [hit for hit in found if hit is not None]
 
+    def cached(self, texts: Sequence[str]) -> list[Analysis | None]:
+        """For each text, its cached analysis, or ``None`` (nothing is analysed; read only, as above)."""
+        return [_CACHE.get(text) for text in texts]
+
     def stems(self, terms: Sequence[str]) -> list[list[str]]:
         """The index stems of each term, in text order (what FTS5 searches for when given the term)."""
         return [list(positions) for positions, _ in self.analyse(terms)]

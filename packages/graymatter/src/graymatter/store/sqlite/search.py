@@ -77,6 +77,20 @@ class SQLiteKeywordSearch(SQLiteConnections):
             self._df_cache = (structure, merged)
         return {stem: fresh[stem] if stem in fresh else known[stem] for stem in wanted}
 
+    def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
+        """The text of each fact among ``fact_ids`` (live or not), id -> text: two columns, nothing decoded
+        (recall's re-scoring reads the texts of its best matches, and decodes only the facts it returns)."""
+        ids = list(dict.fromkeys(fact_ids))
+
+        def work(c: sqlite3.Connection) -> dict[str, str]:
+            out: dict[str, str] = {}
+            for chunk in chunks(ids):
+                sql = f"SELECT id, text FROM facts WHERE id IN ({placeholders(len(chunk))})"
+                out.update(c.execute(sql, list(chunk)).fetchall())
+            return out
+
+        return self._read(work) if ids else {}
+
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:

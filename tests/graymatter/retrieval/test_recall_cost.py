@@ -1,0 +1,92 @@
+"""What one recall costs, pinned by what it reads, never by time (retrieval/pipeline.py, retrieval/rescore.py,
+store/sqlite/search.py; ADR 0011 "Recall latency, session 4")."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graymatter import Memory
+from graymatter.config import MemoryConfig
+from graymatter.retrieval.relevance import coverage, stems, word_groups
+from graymatter.retrieval.rescore import _read_stems, _time_stems, says_when, stems_among
+
+WORDS = ["deploy", "deploys", "Tuesday", "1999", "2024s", "1900s", "läuft", "naïve", "café", "running", "ran"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(WORDS) | st.text(max_size=12), min_size=1, max_size=8).map(" ".join),
+        min_size=1,
+        max_size=6,
+    ),
+    query=st.lists(st.sampled_from(WORDS) | st.text(min_size=1, max_size=8), max_size=4).map(" ".join),
+    years=st.booleans(),
+)
+def test_the_wanted_stems_answer_as_every_stem_would(texts: list[str], query: str, years: bool) -> None:
+    groups = word_groups(query)
+    wanted = frozenset().union(*groups) | (_time_stems() if years else frozenset())
+    read = _read_stems(texts, wanted, years)  # the in-memory read, never the cache
+    via_cache = stems_among(texts, wanted, years)
+    full = stems(texts)
+    for part, cached, every in zip(read, via_cache, full, strict=True):
+        assert part == {s for s in every if s in wanted or (years and s[:1] in ("1", "2"))}
+        for subset in (part, cached):
+            assert coverage(groups, subset) == coverage(groups, every)
+            if years:
+                assert says_when(subset) == says_when(every)
+
+
+def test_a_year_inside_a_word_is_read_back() -> None:
+    """fts5vocab answers an OR of its term constraints wrongly (SQLite 3.40): the year stem of "1900s" was
+    dropped once; the range is now its own statement."""
+    assert _read_stems(["a book from the 1900s"], frozenset({"book"}), True) == [frozenset({"book", "1900"})]
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    mem = Memory(
+        tmp_path / "gm", config=MemoryConfig(async_consolidate=False), embedder=None, summariser=None
+    )
+    yield mem
+    mem.close()
+
+
+def _statements(memory: Memory, run: object) -> list[str]:
+    conn: sqlite3.Connection = memory.store._conn()  # type: ignore[attr-defined]
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        assert callable(run)
+        run()
+    finally:
+        conn.set_trace_callback(None)
+    return seen
+
+
+def test_a_recall_with_evidence_reads_no_newest_facts_and_decodes_only_its_answer(memory: Memory) -> None:
+    memory.remember_many("a", [f"deploy note {i} about the payment service" for i in range(40)])
+    memory.remember_many("a", [f"unrelated fact {i}" for i in range(40)])
+    memory.recall("a", "payment deploy")  # warm: document frequencies remembered
+    seen = _statements(memory, lambda: memory.recall("a", "payment deploy", top_k=3))
+    assert not [s for s in seen if "ORDER BY created_at DESC" in s]  # the newest facts are not read
+    # Whole rows are read by id once, for the facts it returns (top 3 and fusion's margin of 8), not for the
+    # 40 matches it re-scored (their texts are read alone).
+    by_id = [s for s in seen if s.startswith("SELECT id, agent_id, text") and "WHERE id IN" in s]
+    assert len(by_id) == 1 and by_id[0].count("'01") == 3 + 8
+    texts = [s for s in seen if s.startswith("SELECT id, text FROM facts WHERE id IN")]
+    assert len(texts) == 1 and texts[0].count("'01") == 40
+    assert len([s for s in seen if "MATCH" in s]) == 2  # the terms, then the phrase "payment deploy"
+
+
+def test_a_recall_without_informative_words_still_reads_the_newest_facts(memory: Memory) -> None:
+    memory.remember_many("a", [f"fact number {i}" for i in range(5)])
+    seen = _statements(memory, lambda: memory.recall("a", "", top_k=3))
+    assert [s for s in seen if "ORDER BY created_at DESC" in s]
+    assert [h.text for h in memory.recall("a", "", top_k=2)] == ["fact number 4", "fact number 3"]
