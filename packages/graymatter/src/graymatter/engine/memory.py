@@ -127,7 +127,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         clean = [self._text(t) for t in texts]
         prov = _with_session(check.provenance(provenance), check.session(session))
         label = check.confidence(confidence)
-        facts = [self._new_fact(agent_id, t, confidence=label, provenance=prov) for t in clean]
+        facts = self._new_facts(agent_id, clean, label, prov)
         vectors = self._embeddings.embed_batch(clean)
         self.store.add_facts(facts, vectors, self._embeddings.model_id)
         self._after_write(agent_id, embedded=vectors[0] is not None if vectors else False, count=len(facts))

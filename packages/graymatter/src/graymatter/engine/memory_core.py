@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Self
 
 from graymatter import validation as check
 from graymatter.config import MemoryConfig
-from graymatter.constants import DATA_DIR_ENV, DEFAULT_DATA_DIR
+from graymatter.constants import DATA_DIR_ENV, DEFAULT_DATA_DIR, Confidence
 from graymatter.engine.access_log import AccessLog
 from graymatter.engine.background import BackgroundConsolidator
 from graymatter.engine.embedding_index import REEMBED_BATCH, EmbeddingIndex, open_index
 from graymatter.engine.embeddings import Embedder, resolve_embedder
 from graymatter.engine.lifecycle import Summariser, consolidate
-from graymatter.models import ConsolidationReport
+from graymatter.ids import new_ulids
+from graymatter.models import ConsolidationReport, Fact, Provenance, utcnow
 from graymatter.store import Store, open_store
 
 _DEFAULT: Any = object()
@@ -120,3 +122,32 @@ class MemoryCore:
 
     def _text(self, text: Any, field: str = "text") -> str:
         return check.text(text, self.config.max_text_bytes, field)
+
+    @staticmethod
+    def _new_facts(
+        agent_id: str, texts: list[str], confidence: Confidence, provenance: Provenance
+    ) -> list[Fact]:
+        """New facts of checked texts, in text order: ids and creation moments increasing (a microsecond
+        apart, as if written one by one, so that recency orders them as sequential writes), the first
+        validated as a model, the others copies of it that differ in id, text and moment only."""
+        if not texts:
+            return []
+        now = utcnow()
+        ids = new_ulids(len(texts))
+        first = Fact(
+            id=ids[0],
+            agent_id=agent_id,
+            text=texts[0],
+            created_at=now,
+            accessed_at=now,
+            confidence=confidence,
+            kind="fact",
+            equivalents=[],
+            provenance=provenance,
+        )
+        copy, facts = first.model_copy, [first]
+        for step in range(1, len(texts)):
+            moment = now + timedelta(0, 0, step)
+            update = {"id": ids[step], "text": texts[step], "created_at": moment, "accessed_at": moment}
+            facts.append(copy(update={**update, "equivalents": []}))
+        return facts

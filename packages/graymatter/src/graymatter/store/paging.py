@@ -1,10 +1,10 @@
 """Keyset paging of an agent's facts, newest first by ``(created_at, id)``: the SQL both backends share.
 
 A page is one bounded index walk from the cursor whatever its depth. Listing live facts or all facts
-follows an index in order (``facts_live_recent`` / ``facts_agent_kind`` on SQLite, their ``gm_`` twins
-on PostgreSQL). The other filters (superseded only, pinned, confidence, interface) have no index of
-their own: they are conditions on the rows of that walk, so a rare value makes the walk long. ``scan``
-bounds it: the page then examines at most ``scan`` facts past the cursor and says where it stopped.
+follows an index in order (``facts_listing`` on SQLite, its ``gm_`` twins on PostgreSQL). The other
+filters (superseded only, pinned, confidence, interface) have no index of their own: they are conditions
+on the rows of that walk, so a rare value makes the walk long. ``scan`` bounds it: the page then examines
+at most ``scan`` facts past the cursor and says where it stopped.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from graymatter.store.base import Vector, Vectors
 from graymatter.store.rows import (
     CONFLICT,
     EMBED_DONE,
+    EMBED_NONE,
     FACT_COLUMNS,
     aligned_vectors,
     embed_state,
@@ -33,16 +34,25 @@ the largest rowid seen at the transaction's start is one of ours). Schema 4's tr
 
 
 def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> list[tuple[Any, ...]]:
-    """The insert parameters of each fact (a provenance shared by a batch is serialised once, without
-    its default values: ``{}`` for a library write, which every reader spells as ``interface`` library)."""
-    cache: dict[int, str] = {}
+    """The insert parameters of each fact (a provenance or a moment shared by a batch is converted once;
+    a provenance without its default values: ``{}`` for a library write, which every reader spells as
+    ``interface`` library)."""
+    provenances: dict[int, str] = {}
+    moments: dict[datetime, int] = {}
+
+    def micros(moment: datetime) -> int:
+        value = moments.get(moment)
+        if value is None:
+            value = moments[moment] = to_micros(moment)
+        return value
+
     for fact in facts:
-        if id(fact.provenance) not in cache:
-            cache[id(fact.provenance)] = fact.provenance.model_dump_json(
+        if id(fact.provenance) not in provenances:
+            provenances[id(fact.provenance)] = fact.provenance.model_dump_json(
                 exclude_none=True, exclude_defaults=True
             )
     return [
-        (*fact_values(fact, to_micros, cache), state, text_hash(fact.text))
+        (*fact_values(fact, micros, provenances), state, text_hash(fact.text))
         for fact, state in zip(facts, states, strict=True)
     ]
 
@@ -82,6 +92,9 @@ def _insert_facts(
 ) -> None:
     """Rows (one ``executemany``; full-text entries by trigger) and the usable vectors."""
     model = current_model(c)
+    if model is None:  # keyword-only store: no fact waits for a vector, none is stored
+        _insert_rows(c, _rows(c, facts, [EMBED_NONE] * len(facts)))
+        return
     states = [
         embed_state(fact, model, vector is not None and embedding_model == model)
         for fact, vector in zip(facts, aligned, strict=True)

@@ -31,8 +31,8 @@ _BEFORE_SQL = _SIDE_SQL.format(op="<", order="created_at DESC, id DESC")
 _AFTER_SQL = _SIDE_SQL.format(op=">", order="created_at, id")
 _PAGES = PageSpelling(
     DIALECT,
-    live_source="facts INDEXED BY facts_live_recent",
-    all_source="facts INDEXED BY facts_agent_kind",
+    live_source="facts INDEXED BY facts_listing",
+    all_source="facts INDEXED BY facts_listing",
     interface="coalesce(json_extract(provenance, '$.interface'), 'library')",
     row_values=False,
 )
@@ -128,7 +128,7 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
             part_params: list[Any] = [agent]
             clause = DIALECT.restrict("confidence", confidences, part_params)
             parts.append(
-                "SELECT * FROM (SELECT id, created_at FROM facts INDEXED BY facts_live_recent "
+                "SELECT * FROM (SELECT id, created_at FROM facts INDEXED BY facts_listing "
                 f"WHERE agent_id = ? AND {_LIVE}{clause} "
                 "ORDER BY created_at DESC, id LIMIT ?)"
             )

@@ -15,7 +15,7 @@ DB_FILENAME = "graymatter.db"
 SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
 """A fact's session id, spelled exactly as the ``facts_session`` index spells it (NULL, never an error,
 for a provenance that is not JSON: such a row is reported as corrupt when it is decoded)."""
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 INDEXED_SQL = "{row}kind = 'fact' AND {row}superseded_by IS NULL"
 """The rows the full-text index holds (live facts), for the triggers that keep it so (``{row}``: a prefix)."""
 
@@ -111,6 +111,15 @@ _MIGRATIONS: dict[int, list[str]] = {
             INSERT INTO facts_fts(rowid, text) SELECT new.rowid, new.text
                 WHERE {INDEXED_SQL.format(row="new.")};
             END""",
+    ],
+    # 5: disk and ingest, session 4 (docs/decisions/0011): one listing index instead of two. Live facts
+    # (``facts_live_recent``, partial) and all facts (``facts_agent_kind``, no id column) are walked in one
+    # index that carries the id (no sort of created-at ties) and ``superseded_by`` (a live walk skips a
+    # tombstone in the index, without reading its row): 32 bytes and one index insert less per fact.
+    5: [
+        "CREATE INDEX facts_listing ON facts(agent_id, kind, created_at, id, superseded_by)",
+        "DROP INDEX facts_live_recent",
+        "DROP INDEX facts_agent_kind",
     ],
 }
 
