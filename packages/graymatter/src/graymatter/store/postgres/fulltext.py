@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
@@ -15,7 +16,12 @@ from graymatter.models import Fact
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres.rows import DIALECT
 from graymatter.store.postgres.schema import STAT_SHARDS
-from graymatter.store.postgres.tokenizer import clip_lexeme, stored_positions, tsvector_literal
+from graymatter.store.postgres.tokenizer import (
+    clip_lexeme,
+    plain_tsvector,
+    stored_positions,
+    tsvector_literal,
+)
 from graymatter.store.rows import FACT_COLUMNS, fact_values
 
 
@@ -70,6 +76,8 @@ def unindex(c: psycopg.Connection[Any], fact_ids: Sequence[str]) -> None:
 
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"})
+_SPECIAL = re.compile("[\\\\\n\r\t]").search
+"""Whether a text needs escaping (most do not, and ``translate`` with these mappings has no fast path)."""
 
 
 def _field(value: Any) -> str:
@@ -77,7 +85,7 @@ def _field(value: Any) -> str:
     if value is None:
         return "\\N"
     if isinstance(value, str):
-        return value.translate(_ESCAPES)
+        return value.translate(_ESCAPES) if _SPECIAL(value) else value
     if isinstance(value, bool):
         return "t" if value else "f"
     if isinstance(value, datetime):
@@ -92,23 +100,29 @@ def copy_text(rows: Sequence[Sequence[Any]]) -> str:
     return "".join("\t".join(map(_field, row)) + "\n" for row in rows)
 
 
-def _copy(c: psycopg.Connection[Any], rows: list[tuple[Any, ...]], postings: list[str]) -> None:
-    """COPY: the bulk path (ids are new, so plain inserts; one round trip per table)."""
-    with c.cursor() as cur:
-        with cur.copy(f"COPY gm_facts ({FACT_COLUMNS}, embed_state, tsv, doc_len) FROM STDIN") as copy:
-            copy.write(copy_text(rows))
-        if postings:
-            with cur.copy(
-                "COPY gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence, positions)"
-                " FROM STDIN"
-            ) as copy:
-                copy.write("".join(postings))
+_FACTS_COPY = f"COPY gm_facts ({FACT_COLUMNS}, embed_state, tsv, doc_len) FROM STDIN"
+_POSTINGS_COPY = (
+    "COPY gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence, positions) FROM STDIN"
+)
+_POSTINGS_FROM_TSV = (
+    "INSERT INTO gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence, positions)"
+    " SELECT t.lexeme, f.agent_id, f.id, cardinality(t.positions), f.doc_len, f.created_at, f.confidence,"
+    " t.positions FROM gm_facts f CROSS JOIN LATERAL unnest(f.tsv) AS t WHERE f.id = ANY(%s)"
+)
+"""The postings of facts just copied, read back from their tsvectors by the server (the same stems and
+positions; the term count is the number of positions), instead of formatting and parsing them as text."""
+CHUNK = 250
+"""Facts analysed and sent per piece of the facts COPY: the server inserts one piece while the next is
+tokenised and formatted here."""
 
 
 def _postings(
     fact: Fact, places: dict[str, list[int]], doc_len: int, kept: dict[str, list[int]]
-) -> list[str]:
-    """The fact's ``gm_postings`` rows in COPY's text format: one per stored stem (term counts unclipped)."""
+) -> list[str] | None:
+    """The fact's ``gm_postings`` rows in COPY's text format, one per stored stem, when a term count
+    (unclipped) differs from its number of kept positions; ``None`` when the tsvector says it all."""
+    if kept.keys() == places.keys() and all(len(places[stem]) == len(at) for stem, at in kept.items()):
+        return None
     counts: Counter[str] = Counter()
     for stem, where in places.items():
         counts[clip_lexeme(stem)] += len(where)
@@ -120,31 +134,64 @@ def _postings(
     ]
 
 
+class _Batch:
+    """What one insert adds to the corpus statistics, and how its postings get written."""
+
+    def __init__(self) -> None:
+        self.terms: Counter[str] = Counter()
+        self.tokens = 0
+        self.docs = 0
+        self.derived: list[str] = []
+        """Ids of facts whose postings the server derives from their tsvectors."""
+        self.explicit: list[str] = []
+        """Posting rows (COPY text) of facts whose term counts the tsvector cannot give."""
+        self.provenances: dict[int, str] = {}
+
+    def rows(self, tokenizer: FtsTokenizer, facts: Sequence[Fact], states: Sequence[int]) -> str:
+        """The facts' rows in COPY's text format; live ``fact``-kind ones analysed for full text."""
+        indexed = [f for f in facts if f.kind == "fact" and f.superseded_by is None]
+        found_all = tokenizer.analyse([f.text for f in indexed])
+        analysis = dict(zip((f.id for f in indexed), found_all, strict=True))
+        rows = []
+        for fact, state in zip(facts, states, strict=True):
+            if "\x00" in fact.text:
+                raise InvalidInput("fact text contains a NUL character, which PostgreSQL cannot store")
+            found = analysis.get(fact.id)
+            tsv = None
+            doc_len = 0
+            if found is not None:
+                places, doc_len = found
+                tsv = plain_tsvector(places, doc_len)
+                kept = places if tsv is not None else stored_positions(places)
+                lines = None if tsv is not None else _postings(fact, places, doc_len, kept)
+                if lines is None:
+                    self.derived.append(fact.id)
+                else:
+                    self.explicit.extend(lines)
+                self.terms.update(dict.fromkeys(kept, 1))
+                self.tokens += doc_len
+                self.docs += 1
+                tsv = tsv if tsv is not None else tsvector_literal(kept, stored=True)
+            rows.append((*fact_values(fact, DIALECT.to_db_time, self.provenances), state, tsv, doc_len))
+        return copy_text(rows)
+
+
 def insert_facts(
     c: psycopg.Connection[Any], tokenizer: FtsTokenizer, facts: Sequence[Fact], states: Sequence[int]
 ) -> None:
-    """Insert new facts with their embedding states; live ``fact``-kind ones are indexed for full text."""
-    indexed = [f for f in facts if f.kind == "fact" and f.superseded_by is None]
-    analysis = dict(zip((f.id for f in indexed), tokenizer.analyse([f.text for f in indexed]), strict=True))
-    terms: Counter[str] = Counter()
-    tokens = 0
-    rows = []
-    postings: list[str] = []
-    provenances: dict[int, str] = {}
-    for fact, state in zip(facts, states, strict=True):
-        if "\x00" in fact.text:
-            raise InvalidInput("fact text contains a NUL character, which PostgreSQL cannot store")
-        found = analysis.get(fact.id)
-        tsv = None
-        doc_len = 0
-        if found is not None:
-            places, doc_len = found
-            kept = stored_positions(places)
-            tsv = tsvector_literal(kept, stored=True)
-            lines = _postings(fact, places, doc_len, kept)
-            terms.update(dict.fromkeys(kept, 1))
-            tokens += doc_len
-            postings.extend(lines)
-        rows.append((*fact_values(fact, DIALECT.to_db_time, provenances), state, tsv, doc_len))
-    _copy(c, rows, postings)
-    adjust_stats(c, terms, len(indexed), tokens)
+    """Insert new facts with their embedding states; live ``fact``-kind ones are indexed for full text.
+
+    One COPY of the facts, streamed in pieces of :data:`CHUNK` (ids are new, so plain inserts); then
+    their postings, derived by the server from the stored tsvectors (or copied, for the rare fact whose
+    term counts the tsvector cannot hold); then the statistics."""
+    batch = _Batch()
+    with c.cursor() as cur:
+        with cur.copy(_FACTS_COPY) as copy:
+            for start in range(0, len(facts), CHUNK):
+                copy.write(batch.rows(tokenizer, facts[start : start + CHUNK], states[start : start + CHUNK]))
+        if batch.derived:
+            cur.execute(_POSTINGS_FROM_TSV, (batch.derived,))
+        if batch.explicit:
+            with cur.copy(_POSTINGS_COPY) as copy:
+                copy.write("".join(batch.explicit))
+    adjust_stats(c, batch.terms, batch.docs, batch.tokens)

@@ -41,3 +41,15 @@ def tsvector_literal(positions: dict[str, list[int]], *, stored: bool = False) -
     ``stored``: ``positions`` is already what :func:`stored_positions` returns."""
     kept = positions if stored else stored_positions(positions)
     return " ".join(_quote_lexeme(stem) + ":" + ",".join(map(str, places)) for stem, places in kept.items())
+
+
+def plain_tsvector(places: dict[str, list[int]], doc_len: int) -> str | None:
+    """The ``tsvector`` literal of a fact PostgreSQL stores exactly as analysed — at most 256 tokens (so
+    every position is kept), stems short and without a quote or backslash — or ``None`` (then
+    :func:`stored_positions` says what is kept). The common case, formatted without copying or sorting."""
+    if doc_len > MAX_TERM_COUNT or max(map(len, places), default=0) > _SAFE_CHARS:
+        return None
+    joined = "".join(places)
+    if "'" in joined or "\\" in joined:
+        return None
+    return " ".join([f"'{stem}':{','.join(map(str, at))}" for stem, at in places.items()])

@@ -44,11 +44,18 @@ def unit_matrix(vectors: Sequence[Vector]) -> Any:
     """The vectors as float32 rows of unit length (non-finite values as 0; zero vectors kept as they are)."""
     import numpy as np
 
-    matrix = np.array([[float(v) for v in vector] for vector in vectors], dtype=np.float64)
+    matrix = np.array(vectors, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise InvalidInput("vectors of one batch must have the same dimension")
     matrix[~np.isfinite(matrix)] = 0.0
     norms = np.sqrt((matrix * matrix).sum(axis=1))
     norms[norms == 0] = 1.0
     return (matrix / norms[:, None]).astype(">f4")
+
+
+def _text_field(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">i", len(raw)) + raw
 
 
 def vector_copy_data(items: Sequence[tuple[Fact, Vector]]) -> bytes:
@@ -57,13 +64,17 @@ def vector_copy_data(items: Sequence[tuple[Fact, Vector]]) -> bytes:
     matrix = unit_matrix([v for _, v in items])
     dim = matrix.shape[1]
     vector_head = struct.pack(">ihh", 4 + 4 * dim, dim, 0)
+    field_count = struct.pack(">h", 4)
+    tails: dict[tuple[str, str], bytes] = {}  # the agent and confidence fields, shared by most rows
     parts = [_BINARY_HEADER]
-    for (fact, _), row in zip(items, matrix, strict=True):
-        parts.append(struct.pack(">h", 4))
-        for text in (fact.id, fact.agent_id, fact.confidence):
-            raw = text.encode()
-            parts.append(struct.pack(">i", len(raw)) + raw)
-        parts.append(vector_head + row.tobytes())
+    data = matrix.tobytes()
+    width = 4 * dim
+    for n, (fact, _) in enumerate(items):
+        key = (fact.agent_id, fact.confidence)
+        tail = tails.get(key)
+        if tail is None:
+            tail = tails[key] = _text_field(fact.agent_id) + _text_field(fact.confidence) + vector_head
+        parts += (field_count, _text_field(fact.id), tail, data[n * width : (n + 1) * width])
     parts.append(_BINARY_TRAILER)
     return b"".join(parts)
 
