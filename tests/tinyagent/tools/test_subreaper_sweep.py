@@ -68,3 +68,33 @@ def test_a_marked_child_is_found_in_the_tree_and_reaped() -> None:
     assert sweep_tree("m:7") == 1
     assert _state(marked.pid) is None  # killed and already reaped: not even a zombie
     marked.wait()  # Popen learns the child is gone (ECHILD is reported as exit status 0)
+
+
+def test_a_skipped_child_and_its_tree_are_never_read_or_killed() -> None:
+    assert become_subreaper()
+    env = {**os.environ, "TINYAGENT_COMMAND": "m:8"}
+    helper = subprocess.Popen(["bash", "-c", "sleep 300 & wait"], env=env)  # marked, with a marked child
+    try:
+        deadline = time.monotonic() + 10
+        while not _descendants_of(helper.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sweep_tree("m:8", skip=frozenset({helper.pid})) == 0
+        child = int(_descendants_of(helper.pid)[0])
+        assert helper.poll() is None and _state(child) is not None
+        assert sweep_tree("m:8") >= 2  # without the skip, both are found (a dying one may be seen twice)
+        helper.wait(timeout=10)
+        deadline = time.monotonic() + 10
+        while _state(child) is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _state(child) is None
+    finally:
+        helper.kill()
+        helper.wait()
+
+
+def _descendants_of(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", "rb") as handle:
+            return handle.read().split()
+    except OSError:
+        return []

@@ -57,16 +57,18 @@ def become_subreaper() -> bool:
         return False
 
 
-def sweep_tree(mark: str) -> int:
+def sweep_tree(mark: str, *, skip: frozenset[int] = frozenset()) -> int:
     """SIGKILL every descendant of this process carrying ``mark``, and reap the killed direct children.
 
     Only valid in a subreaper (:func:`become_subreaper`): then nothing a command started can leave this
     process's tree. The cost is one ``/proc`` read per descendant, not per process on the machine.
+    ``skip``: children of this process that run no command (the watchdog), neither read nor descended.
     """
     needle = f"{COMMAND_MARK}={mark}".encode()
     found = 0
     for _ in range(8):
-        killed = [(pid, parent) for pid, parent in _descendants() if _carries(str(pid), needle, False)]
+        descendants = _descendants(skip)
+        killed = [(pid, parent) for pid, parent in descendants if _carries(str(pid), needle, False)]
         for pid, parent in killed:
             if _kill(pid) and parent == os.getpid():
                 _reap(pid)
@@ -76,11 +78,12 @@ def sweep_tree(mark: str) -> int:
     return found
 
 
-def _descendants() -> list[tuple[int, int]]:
-    """(pid, parent pid) of every descendant of this process, from ``/proc/<pid>/task/*/children``."""
+def _descendants(skip: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
+    """(pid, parent pid) of every descendant of this process, from ``/proc/<pid>/task/*/children``,
+    leaving out the ``skip`` pids and their trees."""
     found: list[tuple[int, int]] = []
     stack = [os.getpid()]
-    seen = set(stack)
+    seen = set(stack) | skip
     while stack:
         parent = stack.pop()
         for child in _children_of(parent) or ():

@@ -218,7 +218,10 @@ class Toolbox:
         finally:
             self._proc = None
             # at every ending: what left the process group (setsid, daemons) ends too
-            sweep_tree(mark) if self._subreaper else sweep(mark)
+            if self._subreaper:
+                sweep_tree(mark, skip=self._helpers())
+            else:
+                sweep(mark)
             if proc.stdout is not None:
                 proc.stdout.close()
         output = output_buffer.text()
@@ -230,6 +233,13 @@ class Toolbox:
             )
         note = "\n[background processes holding the output were killed]" if lingering else ""
         return ToolResult(f"exit code: {proc.returncode}\n{output}{note}")
+
+    def _helpers(self) -> frozenset[int]:
+        """This run's own child processes that run no command: the watchdog (a sweep skips it)."""
+        watchdog = self._watchdog
+        return (
+            frozenset() if watchdog is None or watchdog.returncode is not None else frozenset({watchdog.pid})
+        )
 
     def _bash_executable(self) -> str:
         """`bash` as the commands' PATH finds it, looked up once per run (Popen would search PATH, with
