@@ -1,4 +1,4 @@
-"""Schema 5: one listing index instead of two, the migration to it, and what a bulk write costs in SQL."""
+"""Schema 5: one listing index, exact-text keys settled in bulk, the migration, and a bulk write's SQL."""
 
 from __future__ import annotations
 
@@ -6,8 +6,11 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from graymatter import Memory
 from graymatter.config import MemoryConfig
+from graymatter.store.sqlite import facts as sqlite_facts
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.rows import text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
@@ -94,10 +97,19 @@ def test_a_schema_4_store_migrates_keeping_every_fact_and_every_order(tmp_path: 
     conn.close()
     assert (version, integrity) == (schema.SCHEMA_VERSION, [("ok",)])
     objects = _objects(db)
-    assert "facts_listing" in objects and not {"facts_live_recent", "facts_agent_kind"} & objects
+    assert (
+        "facts_listing" in objects
+        and not {"facts_live_recent", "facts_agent_kind", "facts_text_hash"} & objects
+    )
+    with sqlite3.connect(db) as conn:  # every migrated fact's exact-text key is settled
+        keys = conn.execute("SELECT text_hash, fact_rowid FROM facts_text ORDER BY 2").fetchall()
+        mark = conn.execute("SELECT value FROM meta WHERE key = 'text_settled'").fetchone()[0]
+        stored = conn.execute("SELECT text_hash, rowid FROM facts WHERE rowid <= 61 ORDER BY 2").fetchall()
+    conn.close()
+    assert keys == stored and len(keys) == 61 and int(mark) >= 61
 
 
-def test_a_fact_enters_the_row_the_full_text_index_and_four_indexes(tmp_path: Path) -> None:
+def test_a_fact_enters_the_row_the_full_text_index_and_three_indexes(tmp_path: Path) -> None:
     """The write path's cost pinned as structure: which indexes a new keyword-only fact is written to."""
     db = tmp_path / "s" / DB_FILENAME
     with Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None) as memory:
@@ -110,7 +122,6 @@ def test_a_fact_enters_the_row_the_full_text_index_and_four_indexes(tmp_path: Pa
         "sqlite_autoindex_facts_1": "20",
         "facts_listing": "20",
         "facts_decay_fresh": "20",
-        "facts_text_hash": "20",
     }
 
 
@@ -142,3 +153,69 @@ def test_a_bulk_write_is_one_insert_per_row_and_a_fixed_number_of_other_statemen
         "INSERT INTO facts_fts",
         "COMMIT",
     ]
+
+
+def _keys(db: Path) -> tuple[list[int], int]:
+    with sqlite3.connect(db) as conn:
+        rowids = [int(r[0]) for r in conn.execute("SELECT fact_rowid FROM facts_text ORDER BY 1")]
+        mark = int(conn.execute("SELECT value FROM meta WHERE key = 'text_settled'").fetchone()[0])
+    conn.close()
+    return sorted(rowids), mark
+
+
+def test_text_lookups_find_facts_before_and_after_their_keys_settle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_facts, "SETTLE_ROWS", 25)
+    db = tmp_path / "s" / DB_FILENAME
+    config = MemoryConfig(async_consolidate=False)
+    with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
+        batches = [memory.remember_many("a", [f"batch {b} note {i}" for i in range(10)]) for b in range(2)]
+        assert _keys(db) == ([], 0)  # 20 facts wait past the mark
+        assert [f.id for f in memory.store.find_by_text("a", "batch 1 note 4")] == [batches[1][4].id]
+        batches.append(memory.remember_many("a", [f"batch 2 note {i}" for i in range(10)]))
+        assert _keys(db) == (list(range(1, 31)), 30)  # the 25th fact past the mark settles all 30
+        tail = memory.remember("a", "a note past the mark")
+        twin = memory.remember("b", "batch 0 note 3")  # same text, other agent: never mixed up
+        for fact in [batches[0][3], batches[2][9], tail, twin]:
+            assert [f.id for f in memory.store.find_by_text(fact.agent_id, fact.text)] == [fact.id]
+        assert memory.forget("a", "batch 0 note 3") == [batches[0][3].id]
+        assert memory.forget("a", "a note past the mark") == [tail.id]
+        assert memory.store.find_by_text("a", "batch 0 note 3")[0].superseded_by is not None
+        assert memory.store.find_by_text("a", "never written") == []
+
+
+def test_deleting_the_newest_fact_lowers_the_mark_so_its_rowid_can_return(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_facts, "SETTLE_ROWS", 5)
+    db = tmp_path / "s" / DB_FILENAME
+    config = MemoryConfig(async_consolidate=False)
+    with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
+        facts = memory.remember_many("a", [f"note {i}" for i in range(8)])
+        assert _keys(db) == (list(range(1, 9)), 8)
+        assert memory.store.delete_facts([facts[7].id, facts[2].id]) == [facts[7].id, facts[2].id]
+        assert _keys(db) == ([1, 2, 4, 5, 6, 7], 7)  # keys of deleted rows gone, the mark below rowid 8
+        again = memory.remember("a", "a new note")  # SQLite gives it rowid 8 again
+        assert [f.id for f in memory.store.find_by_text("a", "a new note")] == [again.id]
+        assert (
+            memory.store.find_by_text("a", "note 7") == [] and memory.store.find_by_text("a", "note 2") == []
+        )
+        assert [f.id for f in memory.store.find_by_text("a", "note 6")] == [facts[6].id]
+
+
+def test_a_text_lookup_reads_keys_and_rows_by_key_never_a_walk(tmp_path: Path) -> None:
+    from graymatter.store.sqlite.reads import _BY_TEXT
+
+    with Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None) as memory:
+        memory.remember_many("a", [f"note {i}" for i in range(200)])
+        plan = memory.store._read(  # type: ignore[attr-defined]
+            lambda c: c.execute(
+                f"EXPLAIN QUERY PLAN SELECT id FROM facts {_BY_TEXT}", [1, 1, "a", "x", "fact"]
+            ).fetchall()
+        )
+    steps = [str(r[3]) for r in plan]
+    assert steps[0] == "SEARCH facts USING INTEGER PRIMARY KEY (rowid=?)"
+    assert "SEARCH facts_text USING PRIMARY KEY (text_hash=?)" in steps
+    assert "SEARCH facts USING INTEGER PRIMARY KEY (rowid>?)" in steps
+    assert not any(s.startswith("SCAN") or "facts_listing" in s for s in steps), steps

@@ -89,7 +89,7 @@ def test_a_schema_3_store_migrates_keeping_every_fact(tmp_path: Path) -> None:
         check = conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')").fetchall()
     conn.close()
     assert (version, check) == (schema.SCHEMA_VERSION, [])
-    assert "facts_agent_text" not in objects and {"facts_text_hash", "facts_vocab"} <= objects
+    assert "facts_agent_text" not in objects and {"facts_text", "facts_vocab"} <= objects  # schema 5: keys
     assert "content='facts'" in fts_config
     assert all(h == text_hash(t) for t, h in hashes)
     assert _indexed(db, "deploy") == _live_rowids(db)

@@ -31,6 +31,12 @@ _INDEX_NEW = (
 )
 """Full-text entries for the live facts inserted after a rowid (the write lock is held, so every row past
 the largest rowid seen at the transaction's start is one of ours). Schema 4's triggers retire entries."""
+SETTLE_ROWS = 20_000
+"""How many facts may wait past the settled mark before their exact-text keys are filled in (one sorted
+insert instead of a random index insert per fact; a text lookup scans at most this many rows by rowid)."""
+_MARKS = "SELECT coalesce(max(rowid), 0), (SELECT value FROM meta WHERE key = 'text_settled') FROM facts"
+_SETTLE = "INSERT OR IGNORE INTO facts_text SELECT text_hash, rowid FROM facts WHERE rowid > ? ORDER BY 1, 2"
+"""The exact-text keys of the facts past the settled mark, in key order (schema 5)."""
 
 
 def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> list[tuple[Any, ...]]:
@@ -58,12 +64,16 @@ def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -
 
 
 def _insert_rows(c: sqlite3.Connection, rows: Sequence[tuple[Any, ...]]) -> None:
-    """Insert fact rows with one ``executemany`` and their full-text entries with one statement."""
+    """Insert fact rows with one ``executemany`` and their full-text entries with one statement; settle
+    the exact-text keys when :data:`SETTLE_ROWS` facts or more are past the settled mark."""
     if not rows:
         return
-    last = c.execute("SELECT coalesce(max(rowid), 0) FROM facts").fetchone()[0]
+    last, settled = c.execute(_MARKS).fetchone()
     c.executemany(_INSERT_FACT, rows)
     c.execute(_INDEX_NEW, (last,))
+    if last + len(rows) - int(settled or 0) >= SETTLE_ROWS:
+        c.execute(_SETTLE, (int(settled or 0),))
+        c.execute("INSERT OR REPLACE INTO meta(key, value) SELECT 'text_settled', max(rowid) FROM facts")
 
 
 def _found(c: sqlite3.Connection, ids: Sequence[str], select: str) -> Iterator[tuple[str, Any]]:

@@ -29,6 +29,14 @@ _SIDE_SQL = (
 )
 _BEFORE_SQL = _SIDE_SQL.format(op="<", order="created_at DESC, id DESC")
 _AFTER_SQL = _SIDE_SQL.format(op=">", order="created_at, id")
+_BY_TEXT = (
+    "NOT INDEXED WHERE rowid IN (SELECT fact_rowid FROM facts_text WHERE text_hash = ? "
+    "UNION ALL SELECT rowid FROM facts WHERE text_hash = ? AND rowid > "
+    "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'text_settled'), 0)) "
+    "AND agent_id = ? AND text = ? AND kind = ? ORDER BY created_at, id"
+)
+"""Exact-text matches (schema 5): the settled keys, and the rows past the settled mark (``facts.py``), each
+fact read by rowid (``NOT INDEXED``: never a walk of the agent's facts)."""
 _PAGES = PageSpelling(
     DIALECT,
     live_source="facts INDEXED BY facts_listing",
@@ -86,11 +94,8 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
 
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
-        where = (
-            "INDEXED BY facts_text_hash WHERE text_hash = ? AND agent_id = ? AND text = ? AND kind = ? "
-            "ORDER BY created_at, id"
-        )
-        return self._listing(where, (text_hash(text), agent_id, text, kind))
+        key = text_hash(text)
+        return self._listing(_BY_TEXT, (key, key, agent_id, text, kind))
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """For each given live fact written in a session, the live facts of its agent and session written

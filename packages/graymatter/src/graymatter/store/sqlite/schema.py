@@ -19,6 +19,8 @@ SCHEMA_VERSION = 5
 INDEXED_SQL = "{row}kind = 'fact' AND {row}superseded_by IS NULL"
 """The rows the full-text index holds (live facts), for the triggers that keep it so (``{row}``: a prefix)."""
 
+_LAST_ROWID = "(SELECT coalesce(max(rowid), 0) FROM facts)"
+
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID""",
@@ -112,14 +114,28 @@ _MIGRATIONS: dict[int, list[str]] = {
                 WHERE {INDEXED_SQL.format(row="new.")};
             END""",
     ],
-    # 5: disk and ingest, session 4 (docs/decisions/0011): one listing index instead of two. Live facts
+    # 5: disk and ingest, session 4 (docs/decisions/0011). One listing index instead of two: live facts
     # (``facts_live_recent``, partial) and all facts (``facts_agent_kind``, no id column) are walked in one
     # index that carries the id (no sort of created-at ties) and ``superseded_by`` (a live walk skips a
     # tombstone in the index, without reading its row): 32 bytes and one index insert less per fact.
+    # Exact-text keys leave the write path: ``facts_text`` holds (hash, rowid) of every fact up to the
+    # ``text_settled`` rowid, filled in hash order every SETTLE_ROWS facts (facts.py) instead of one random
+    # index insert per fact; lookups read it plus the unsettled tail past that rowid (reads.py). A delete
+    # removes its key and, when the deleted row was the last one (its rowid can come back), lowers the mark.
     5: [
         "CREATE INDEX facts_listing ON facts(agent_id, kind, created_at, id, superseded_by)",
         "DROP INDEX facts_live_recent",
         "DROP INDEX facts_agent_kind",
+        """CREATE TABLE facts_text (text_hash INTEGER NOT NULL, fact_rowid INTEGER NOT NULL,
+            PRIMARY KEY (text_hash, fact_rowid)) WITHOUT ROWID""",
+        "INSERT INTO facts_text SELECT text_hash, rowid FROM facts WHERE text_hash IS NOT NULL ORDER BY 1, 2",
+        "DROP INDEX facts_text_hash",
+        "INSERT OR REPLACE INTO meta(key, value) SELECT 'text_settled', coalesce(max(rowid), 0) FROM facts",
+        f"""CREATE TRIGGER facts_text_delete AFTER DELETE ON facts BEGIN
+            DELETE FROM facts_text WHERE text_hash = old.text_hash AND fact_rowid = old.rowid;
+            UPDATE meta SET value = {_LAST_ROWID}
+                WHERE key = 'text_settled' AND CAST(value AS INTEGER) > {_LAST_ROWID};
+            END""",
     ],
 }
 
