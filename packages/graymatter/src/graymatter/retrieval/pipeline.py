@@ -37,8 +37,15 @@ from graymatter.retrieval.keyword import (
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
 from graymatter.retrieval.relevance import relevance, word_groups
-from graymatter.retrieval.rescore import COVERAGE_WEIGHT, TEMPORAL_WEIGHT, RescoredEvidence, rescore
-from graymatter.store.base import Store
+from graymatter.retrieval.rescore import (
+    COVERAGE_WEIGHT,
+    TEMPORAL_WEIGHT,
+    RescoredEvidence,
+    fact_texts,
+    rescore,
+    stems_among,
+)
+from graymatter.store.base import Confidences, ScoredId, Store
 
 
 class QueryEmbedder(Protocol):
@@ -48,6 +55,12 @@ class QueryEmbedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
+
+_RankedSearch = Callable[
+    [Sequence[str], Sequence[str], int, Sequence[str] | None],
+    tuple[list[ScoredId], dict[str, tuple[datetime, str]]],
+]
+"""A store's ``keyword_search_ranked``: the hits, and the ``rank_info`` of each, from one read."""
 
 DEFAULT_MIN_VECTOR_SIMILARITY = 0.3
 """A vector neighbour below this cosine similarity is not evidence of relevance."""
@@ -137,6 +150,19 @@ class _RecallReads:
     def __init__(self, store: Store) -> None:
         self._store = store
         self._facts: dict[str, Fact | None] = {}
+        self._ranks: dict[str, tuple[datetime, str]] = {}
+
+    def keyword_search(
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
+    ) -> list[ScoredId]:
+        """``Store.keyword_search``; a store that reads its hits' rank columns in the same statement
+        (``keyword_search_ranked``) answers ``rank_info`` for them without another one."""
+        ranked = getattr(self._store, "keyword_search_ranked", None)
+        if ranked is None:
+            return self._store.keyword_search(agent_ids, terms, limit, confidences)
+        hits, rows = cast(_RankedSearch, ranked)(agent_ids, terms, limit, confidences)
+        self._ranks.update(rows)
+        return hits
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._store, name)
@@ -153,7 +179,8 @@ class _RecallReads:
     def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
         """``Store.rank_info``, answered from the facts already read where it can be."""
         ids = list(dict.fromkeys(fact_ids))
-        rest = self._store.rank_info([fid for fid in ids if fid not in self._facts])
+        rest = self._store.rank_info([f for f in ids if f not in self._facts and f not in self._ranks])
+        rest.update(self._ranks)
         out: dict[str, tuple[datetime, str]] = {}
         for fid in ids:
             if fid not in self._facts:
@@ -245,14 +272,17 @@ def _relevance(
     texts = {item.candidate.fact.id: item.candidate.fact.text for item in results}
     lenders = [lender for fid in texts if (lender := sources.get(fid, ("", None))[1]) is not None]
     missing = [lid for lid in dict.fromkeys(lenders) if lid not in texts]
-    lender_texts = {f.id: f.text for f in store.get_facts(missing)} if missing else {}
+    lender_texts = fact_texts(store, missing) if missing else {}
+    query_groups = word_groups(request.query, groups)
+    wanted = frozenset().union(*query_groups)
     return relevance(
-        word_groups(request.query, groups),
+        query_groups,
         texts,
         similarity={fid: similarity[fid] for fid in texts if fid in similarity},
         sources=sources,
         lender_texts={**{lid: texts[lid] for lid in lenders if lid in texts}, **lender_texts},
         context_weight=request.context_weight,
+        analyse=lambda some: stems_among(some, wanted, years=False),  # coverage reads only these
     )
 
 

@@ -16,7 +16,7 @@ window) has no relevance figure (``None``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from graymatter.retrieval.query import query_terms
 from graymatter.store.fts import FtsTokenizer
@@ -66,13 +66,16 @@ def relevance(
     sources: Mapping[str, tuple[str, str | None]],
     lender_texts: Mapping[str, str],
     context_weight: float,
+    analyse: Callable[[Sequence[str]], list[frozenset[str]]] = stems,
 ) -> dict[str, float | None]:
-    """The relevance of each fact in ``texts`` (id -> text); ``lender_texts`` holds the lenders' texts."""
+    """The relevance of each fact in ``texts`` (id -> text); ``lender_texts`` holds the lenders' texts.
+
+    ``analyse``: the stems of texts; one that returns only the stems in ``groups`` gives the same figures."""
     if not groups:
         return dict.fromkeys(texts)
     ids = list(texts)
     lenders = [lid for lid in dict.fromkeys(lender_texts) if lid not in texts]
-    analysed = stems([texts[fid] for fid in ids] + [lender_texts[lid] for lid in lenders])
+    analysed = analyse([texts[fid] for fid in ids] + [lender_texts[lid] for lid in lenders])
     covered = {fid: coverage(groups, s) for fid, s in zip([*ids, *lenders], analysed, strict=True)}
     out: dict[str, float | None] = {}
     for fid in ids:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.rows import searchable_terms
 from graymatter.store.sqlite.connection import SQLiteConnections
-from graymatter.store.sqlite.rows import DIALECT, chunks, placeholders
+from graymatter.store.sqlite.rows import DIALECT, at_micros, chunks, placeholders
 
 
 def _fts_safe(term: str) -> str:
@@ -28,6 +29,14 @@ def fts_match_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + _fts_safe(term) + '"' for term in terms)
 
 
+MAX_SCORED_POSTINGS_DEFAULT = 8_000
+"""The most postings one keyword search scores (about 7 ms of BM25 at 1M facts: FTS5 scores every posting
+it visits before it sorts). When even the query's rarest word is in more facts (the term selection always
+keeps it), the newest facts are searched first: a window of rowids, the newest ``MAX / postings`` share of
+the store, where about this many of the postings fall. BM25 keeps the whole index's statistics, so a fact
+in the window scores as in a full search. A window holding fewer than the asked number of the namespace's
+matches is dropped for the full search."""
+
 DF_CACHE_STEMS = 50_000
 """Document frequencies remembered per store (per index structure) before the memory starts over."""
 
@@ -39,6 +48,8 @@ class SQLiteKeywordSearch(SQLiteConnections):
     """The full-text half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
     _df_cache: tuple[bytes, dict[str, int]] | None = None
+    max_scored_postings: int = MAX_SCORED_POSTINGS_DEFAULT
+    """The most postings one keyword search scores (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """Number of live facts containing each (normalised, unstemmed) term, as the index sees it: the
@@ -57,12 +68,13 @@ class SQLiteKeywordSearch(SQLiteConnections):
         FTS5 rewrites its structure record (``facts_fts_data`` id 10: segments and a write counter) with
         every change of the index, so an unchanged record means unchanged counts; the record and the
         counts are read in one snapshot. Counting a frequent stem walks its whole posting list."""
+        cached = getattr(self, "_df_cache", None)
+        if cached is not None and all(stem in cached[1] for stem in wanted) and _structure(c) == cached[0]:
+            return {stem: cached[1][stem] for stem in wanted}  # one statement: the record is unchanged
         c.execute("BEGIN")
         try:
-            row = c.execute("SELECT block FROM facts_fts_data WHERE id = 10").fetchone()
-            structure = bytes(row[0]) if row is not None else b""
+            structure = _structure(c)
             known: dict[str, int] = {}
-            cached = getattr(self, "_df_cache", None)
             if cached is not None and cached[0] == structure:
                 known = cached[1]
             missing = [stem for stem in wanted if stem not in known]
@@ -76,6 +88,16 @@ class SQLiteKeywordSearch(SQLiteConnections):
             merged = {**known, **fresh} if len(known) < DF_CACHE_STEMS else fresh
             self._df_cache = (structure, merged)
         return {stem: fresh[stem] if stem in fresh else known[stem] for stem in wanted}
+
+    def _postings(self, terms: Sequence[str]) -> int:
+        """About how many postings a search for ``terms`` visits (the sum of their document frequencies):
+        from the counts remembered, which the recall's term selection has just checked, else counted."""
+        cached = getattr(self, "_df_cache", None)
+        if cached is not None:
+            groups = _TOKENIZER.stems(list(dict.fromkeys(terms)))
+            if all(stem in cached[1] for group in groups for stem in group):
+                return sum(min((cached[1][stem] for stem in group), default=0) for group in groups)
+        return sum(self.document_frequencies(terms).values())
 
     def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
         """The text of each fact among ``fact_ids`` (live or not), id -> text: two columns, nothing decoded
@@ -95,39 +117,76 @@ class SQLiteKeywordSearch(SQLiteConnections):
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
         """FTS5's ``bm25()`` over ``facts_fts``, the terms OR-ed as quoted phrases."""
+        return self.keyword_search_ranked(agent_ids, terms, limit, confidences)[0]
+
+    def keyword_search_ranked(
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
+    ) -> tuple[list[ScoredId], dict[str, tuple[datetime, str]]]:
+        """:meth:`keyword_search`, and the ``rank_info`` of its hits, read in the same statement (every
+        row the full-text index holds is a live fact)."""
         kept = searchable_terms(terms, agent_ids, limit, confidences)
         if not kept:
-            return []
+            return [], {}
         match = fts_match_expression(kept)
         filters: list[Any] = [*agent_ids]
         where = f"f.agent_id IN ({placeholders(len(agent_ids))})"
         where += DIALECT.restrict("f.confidence", confidences, filters)
-        rows = self._read(lambda c: _ranked_matches(c, match, where, filters, limit))
-        return [ScoredId(fid, -float(score)) for fid, score in rows]
+        postings = self._postings(kept)
+        share = min(1.0, self.max_scored_postings / postings) if postings else 1.0
+        rows = self._read(lambda c: _ranked_matches(c, match, where, filters, limit, share))
+        hits = [ScoredId(fid, -float(score)) for fid, score, _, _ in rows]
+        return hits, {fid: (at_micros(created), confidence) for fid, _, created, confidence in rows}
+
+
+Match = tuple[str, float, int, str]
+"""``(fact id, bm25, created_at in microseconds, confidence)``."""
+
+
+def _structure(c: sqlite3.Connection) -> bytes:
+    """FTS5's structure record (``facts_fts_data`` id 10), rewritten with every change of the index."""
+    row = c.execute("SELECT block FROM facts_fts_data WHERE id = 10").fetchone()
+    return bytes(row[0]) if row is not None else b""
+
+
+_CUT_SQL = (
+    "SELECT f.id, m.s, f.created_at, f.confidence FROM (SELECT rowid, bm25(facts_fts) AS s FROM facts_fts "
+    "WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?) AS m "
+    "LEFT JOIN facts f ON f.rowid = m.rowid AND {where}"
+)
+_WINDOW_SQL = " AND rowid > (SELECT (1.0 - ?) * max(rowid) FROM facts)"
+
+
+def _in_namespace(inner: list[Any]) -> list[Match]:
+    """The cut's rows of the namespace (the others came back without an id), best first: score, then
+    ``created_at``, then id."""
+    ranked = sorted((score, created, fid, label) for fid, score, created, label in inner if fid is not None)
+    return [(fid, score, created, label) for score, created, fid, label in ranked]
 
 
 def _ranked_matches(
-    c: sqlite3.Connection, match: str, where: str, filters: list[Any], limit: int
-) -> list[tuple[str, float]]:
-    """``(fact id, bm25)`` best first: ranked inside FTS5 first (no per-match join), the cut's rows looked up
-    by rowid and filtered in the same statement (a row outside the namespace comes back without an id)."""
+    c: sqlite3.Connection, match: str, where: str, filters: list[Any], limit: int, share: float = 1.0
+) -> list[Match]:
+    """The best matches: ranked inside FTS5 first (no per-match join), the cut's rows looked up by rowid
+    and filtered in the same statement. ``share`` < 1 searches the newest ``share`` of the rowids first
+    (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
     inner_limit = max(2 * limit, 50)
-    inner = c.execute(
-        "SELECT f.id, m.s, f.created_at FROM (SELECT rowid, bm25(facts_fts) AS s FROM facts_fts "
-        "WHERE facts_fts MATCH ? ORDER BY s, rowid LIMIT ?) AS m "
-        f"LEFT JOIN facts f ON f.rowid = m.rowid AND {where}",
-        [match, inner_limit, *filters],
-    ).fetchall()
+    if share < 1.0:
+        sql = _CUT_SQL.format(window=_WINDOW_SQL, where=where)
+        windowed = _in_namespace(c.execute(sql, [match, share, inner_limit, *filters]).fetchall())
+        if len(windowed) >= limit:
+            return windowed[:limit]
+    inner = c.execute(_CUT_SQL.format(window="", where=where), [match, inner_limit, *filters]).fetchall()
     if not inner:
         return []
-    ranked = sorted((score, created, fact_id) for fact_id, score, created in inner if fact_id is not None)
+    ranked = _in_namespace(inner)
     # Answer from the FTS5 cut unless it was full and too few of its rows belong to the namespace.
     # Every fact scoring better than the cut is in it; facts tied with the cut's last score are
     # admitted in insertion (rowid) order, which is deterministic and never reorders the list.
     if len(inner) < inner_limit or len(ranked) >= limit:
-        return [(fact_id, s) for s, _, fact_id in ranked[:limit]]
+        return ranked[:limit]
     return c.execute(
-        "SELECT f.id, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.rowid = facts_fts.rowid "
+        "SELECT f.id, bm25(facts_fts) AS s, f.created_at, f.confidence FROM facts_fts "
+        "JOIN facts f ON f.rowid = facts_fts.rowid "
         f"WHERE facts_fts MATCH ? AND {where} ORDER BY s, f.created_at, f.id LIMIT ?",
         [match, *filters, limit],
     ).fetchall()
