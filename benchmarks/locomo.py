@@ -5,6 +5,10 @@
 * **Observations**: every session's ``observation`` statements are facts written without a session (plain
   facts, no context lending); a hit is an observation whose ``dia_id`` is in the question's evidence.
 
+Facts are written when they were said: each is imported with its session's date as ``created_at`` (one
+second apart, in order), as a store that lived through the conversation holds them. The ``undated``
+ablation writes them all at once (the setup of earlier sessions).
+
 Questions of categories 1-4 with evidence are recalled; results are reported overall, per category, and on
 two disjoint splits of the five conversations: ``dev`` (conv-26, conv-30, conv-41, where the weights of
 ADR 0002 were chosen) and ``held-out`` (conv-42, conv-43). Compared in the same run with an independent
@@ -18,11 +22,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from benchmarks.bm25_baseline import BM25Index
 from benchmarks.harness import cache_dir, print_table
-from benchmarks.locomo_data import CATEGORY_NAMES, Conversation, Ranker, Scores, evaluate, load_conversations
+from benchmarks.locomo_data import (
+    CATEGORY_NAMES,
+    Conversation,
+    Ranker,
+    Scores,
+    evaluate,
+    load_conversations,
+    session_time,
+)
 
 K = 10
 DEPTH = 50  # ranks scored for MRR (hit@10 uses the first 10)
@@ -34,7 +47,7 @@ EMBED_LABEL = "graymatter with the embed extra (local MiniLM)"
 EMBED_TARGET = {"hit_at_10": 0.78, "mrr": 0.56}
 BASELINE_LABEL = "FTS5 BM25 baseline (same run)"
 SPLITS = {"dev": ("conv-26", "conv-30", "conv-41"), "held-out": ("conv-42", "conv-43")}
-CACHE_VERSION = "v2"  # stores written with sessions (ADR 0011); older caches are not reused
+CACHE_VERSION = "v3"  # facts written at their session dates (ADR 0011, session 4); older caches unused
 
 Build = Callable[[Conversation], Ranker]
 Unit = tuple[str, frozenset[str]]  # (fact text, the dia_ids a hit on it counts for)
@@ -51,19 +64,21 @@ def _observation_units(conv: Conversation) -> list[Unit]:
 _open: dict[str, Any] = {}
 
 
-def _memory(task: str, conv: Conversation, sessions: str = "locomo", embedder: Any = None) -> Any:
+def _memory(
+    task: str, conv: Conversation, sessions: str = "locomo", embedder: Any = None, dated: bool = True
+) -> Any:
     """A store holding one task's facts of ``conv`` (built once per cache version, then reused)."""
     from graymatter import Memory
     from graymatter.config import MemoryConfig
 
-    key = f"{task}-{sessions}-{type(embedder).__name__}"
+    key = f"{task}-{sessions}-{type(embedder).__name__}" + ("" if dated else "-undated")
     memory = _open.get(f"{key}:{conv.sample_id}")
     if memory is None:
         directory = cache_dir() / f"locomo-{CACHE_VERSION}" / key / conv.sample_id
         config = MemoryConfig(async_consolidate=False)
         memory = Memory(directory, config=config, embedder=embedder, summariser=None)
         if not memory.list(conv.sample_id):
-            _write(memory, task, conv, sessions)
+            (_write_dated if dated else _write)(memory, task, conv, sessions)
         _open[f"{key}:{conv.sample_id}"] = memory
     return memory
 
@@ -76,6 +91,39 @@ def _write(memory: Any, task: str, conv: Conversation, sessions: str) -> None:
         texts = [t.fact_text for t in conv.turns if t.session == number]
         session = f"{conv.sample_id}/session-{number}" if sessions == "locomo" else conv.sample_id
         memory.remember_many(conv.sample_id, texts, session=session)
+
+
+def _write_dated(memory: Any, task: str, conv: Conversation, sessions: str) -> None:
+    """The task's facts imported with their session's date as ``created_at``, one second apart, in order."""
+    from graymatter.ids import new_ulid
+    from graymatter.models import ExportBundle, Fact, Provenance, utcnow
+
+    starts = {t.session: session_time(t.session_date) for t in conv.turns}
+    if task == "observations":
+        items = [(o.session, o.text, None) for o in conv.observations]
+    else:
+        one = sessions != "locomo"
+        items = [
+            (t.session, t.fact_text, conv.sample_id if one else f"{conv.sample_id}/session-{t.session}")
+            for t in conv.turns
+        ]
+    rows = []
+    for i, (number, text, session) in enumerate(items):
+        start = starts.get(number)
+        assert start is not None, f"{conv.sample_id}: session {number} has no date"
+        at = start + timedelta(seconds=i)
+        fid = new_ulid(int(at.timestamp() * 1000))
+        rows.append(
+            Fact(
+                id=fid,
+                agent_id=conv.sample_id,
+                text=text,
+                created_at=at,
+                accessed_at=at,
+                provenance=Provenance(session=session),
+            )
+        )
+    memory.import_bundle(ExportBundle(exported_at=utcnow(), facts=rows, checkpoints=[], links=[]))
 
 
 def _owners(units: Sequence[Unit]) -> dict[str, list[str]]:
@@ -95,14 +143,18 @@ def _bm25(task: str) -> Build:
 
 
 def _graymatter(
-    task: str, sessions: str = "locomo", embedder: Callable[[], Any] | None = None, **changes: Any
+    task: str,
+    sessions: str = "locomo",
+    embedder: Callable[[], Any] | None = None,
+    dated: bool = True,
+    **changes: Any,
 ) -> Build:
     """Recall as shipped (``Memory.recall``), or the same pipeline with ``changes`` (an ablation)."""
     from graymatter.retrieval.pipeline import RecallRequest, run_recall
 
     def build(conv: Conversation) -> Ranker:
         vectors = embedder() if embedder else None
-        memory = _memory(task, conv, sessions, vectors)
+        memory = _memory(task, conv, sessions, vectors, dated)
         if vectors is not None:  # the store keys vectors by ``model/dimension``: query under that key
             vectors = _Keyed(vectors, memory.embedding_model)
         owners = _owners(_turn_units(conv) if task == "turns" else _observation_units(conv))
@@ -175,6 +227,11 @@ def _systems(task: str) -> list[tuple[str, Build]]:
             ("  ablation: no conversation context", _graymatter(task, context_weight=0.0)),
         ]
     rows += [
+        (
+            "  ablation: facts written all at once (undated, the session-3 setup)",
+            _graymatter(task, dated=False),
+        ),
+        ("  ablation: no date re-scoring", _graymatter(task, date_weight=0.0)),
         ("  ablation: no coverage re-scoring", _graymatter(task, coverage_weight=0.0)),
         ("  ablation: no temporal intent", _graymatter(task, temporal_weight=0.0)),
         ("  ablation: no phrase bonus", _graymatter(task, phrase_weight=0.0)),

@@ -7,11 +7,13 @@ categories 1-4 with evidence is a query; hit@k and MRR are computed over the evi
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,7 @@ class Observation:
 
     text: str
     dia_ids: frozenset[str]
+    session: int = 0
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,20 @@ def data_path() -> Path:
     return DEFAULT_PATH
 
 
+_SESSION_TIME = re.compile(r"(\d{1,2}):(\d\d)\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
+_MONTHS = {name.lower(): number for number, name in enumerate(calendar.month_name) if name}
+
+
+def session_time(text: str) -> datetime | None:
+    """A LoCoMo session date ("7:31 pm on 21 January, 2022") as a UTC moment, or None."""
+    match = _SESSION_TIME.search(text)
+    if match is None or match.group(5).lower() not in _MONTHS:
+        return None
+    hour, minute, half, day, month, year = match.groups()
+    hour_of_day = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    return datetime(int(year), _MONTHS[month.lower()], int(day), hour_of_day, int(minute), tzinfo=UTC)
+
+
 def _session_number(key: str) -> int | None:
     match = re.fullmatch(r"session_(\d+)", key)
     return int(match.group(1)) if match else None
@@ -84,10 +101,11 @@ def _observations(raw: dict[str, Any]) -> list[Observation]:
     """Every session's observations in session order: ``{speaker: [[text, dia_id(s)], ...]}``."""
     out: list[Observation] = []
     keyed = sorted((n, key) for key in raw if (n := _session_number(key.removesuffix("_observation"))))
-    for _, key in keyed:
+    for number, key in keyed:
         for items in raw[key].values():
             for text, ids in items:
-                out.append(Observation(str(text), _evidence_ids(ids if isinstance(ids, list) else [ids])))
+                dia_ids = _evidence_ids(ids if isinstance(ids, list) else [ids])
+                out.append(Observation(str(text), dia_ids, number))
     return out
 
 

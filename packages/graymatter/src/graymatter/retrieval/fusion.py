@@ -35,8 +35,10 @@ from datetime import datetime
 from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.models import Fact, SignalWeights
 
-NEAR_TIE = 0.1
-"""Keyword scores within this share of their tier's best are equally strong evidence: recency orders them."""
+NEAR_TIE = 0.02
+"""Keyword scores within this share of their tier's best are equally strong evidence: recency orders them.
+(0.1 until session 4: it also reordered matches that were merely close, older answers behind newer near
+misses; versions of one value score within 0.1 % of each other, so 2 % still orders every one of them.)"""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,8 @@ from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
 from graymatter.models import Fact, SignalWeights, default_weights
-from graymatter.retrieval.fusion import SEMANTIC_WEIGHT, Fused, evidence_order, order, select, vector_fusion
+from graymatter.retrieval.dates import DATE_WEIGHT
+from graymatter.retrieval.fusion import SEMANTIC_WEIGHT, Fused, evidence_order, order, select
 from graymatter.retrieval.keyword import (
     CONTEXT_MAX_GAP_S,
     CONTEXT_SOURCES,
@@ -31,7 +32,6 @@ from graymatter.retrieval.keyword import (
     CONTEXT_WINDOW,
     PHRASE_WEIGHT,
     KeywordEvidence,
-    combine,
     keyword_evidence,
 )
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
@@ -40,11 +40,11 @@ from graymatter.retrieval.relevance import relevance, word_groups
 from graymatter.retrieval.rescore import (
     COVERAGE_WEIGHT,
     TEMPORAL_WEIGHT,
-    RescoredEvidence,
     fact_texts,
     rescore,
     stems_among,
 )
+from graymatter.retrieval.weighing import weigh
 from graymatter.store.base import Confidences, ScoredId, Store
 
 
@@ -93,6 +93,7 @@ class RecallRequest:
     temporal_weight: float = TEMPORAL_WEIGHT
     trust_vectors: bool = True
     semantic_weight: float = SEMANTIC_WEIGHT
+    date_weight: float = DATE_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -228,11 +229,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     info = {
         fid: row for fid, row in store.rank_info(pool_ids).items() if allowed is None or row[1] in allowed
     }
-    keyword_score, keyword_sources = combine(
-        evidence, {fid: row[0] for fid, row in info.items()}, pool, max_gap_s=request.context_max_gap_s
-    )
-    trust = (_best_coverage(evidence), request.trust_vectors, request.semantic_weight)
-    keyword_score, weights = vector_fusion(keyword_score, weights, similarity, *trust)
+    keyword_score, keyword_sources, weights = weigh(request, evidence, info, pool, weights, similarity)
     # A query with informative words only returns facts with evidence of relevance (a keyword, phrase or
     # context hit, or a close vector neighbour); recency then orders among those. An empty or stop-word-only
     # query, or recency-only weights, keep the pure recency window (session start, sliding window).
@@ -253,11 +250,6 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         _relevance(store, request, groups, results, similarity, sources),
         weights,
     )
-
-
-def _best_coverage(evidence: KeywordEvidence) -> float:
-    """The share of the query the best keyword match covers (0 when keyword evidence was not re-scored)."""
-    return evidence.best_coverage if isinstance(evidence, RescoredEvidence) else 0.0
 
 
 def _relevance(
