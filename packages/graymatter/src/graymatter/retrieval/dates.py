@@ -55,6 +55,8 @@ def _month(year: int, month: int) -> Window:
 def date_windows(query: str) -> list[Window]:
     """The periods ``query`` names explicitly (days, then months, then years), at most 8; each span of
     the text is read once, so "1 May, 2022" is one day, not also a month and a year."""
+    if _YEAR_ALONE.search(query) is None:  # every form needs a year: most queries stop here
+        return []
     found: list[Window] = []
     rest = query
     for pattern, fields in ((_DAY_MONTH_YEAR, (3, 2, 1)), (_MONTH_DAY_YEAR, (3, 1, 2))):
