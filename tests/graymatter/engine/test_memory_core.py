@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
+from graymatter.engine import memory_core
 from graymatter.models import Fact
+
+_T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 def test_remember_many_builds_valid_facts_at_one_moment_in_text_order(tmp_path: Path) -> None:
@@ -34,3 +37,14 @@ def test_remember_many_builds_valid_facts_at_one_moment_in_text_order(tmp_path: 
     facts[1].equivalents.append("x")  # no list shared between the facts of a batch
     assert facts[2].equivalents == [] and facts[0].equivalents == []
     assert [f.id for f in stored] == [f.id for f in facts] and [f.text for f in stored] == texts
+
+
+def test_the_fast_copy_is_the_public_copy() -> None:
+    first = memory_core.Fact(
+        id="01ARZ3NDEKTSV4RRFFQ69G5FAV", agent_id="a", text="t", created_at=_T, accessed_at=_T, equivalents=[]
+    )
+    later = _T + timedelta(microseconds=3)
+    fast = memory_core._copy_fact_fast(first, "01ARZ3NDEKTSV4RRFFQ69G5FAW", "u", later)
+    public = memory_core._copy_fact(first, "01ARZ3NDEKTSV4RRFFQ69G5FAW", "u", later)
+    assert fast == public and fast.model_fields_set == public.model_fields_set
+    assert fast.equivalents is not first.equivalents and first.text == "t"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Self
 
@@ -145,9 +145,47 @@ class MemoryCore:
             equivalents=[],
             provenance=provenance,
         )
-        copy, facts = first.model_copy, [first]
+        facts = [first]
         for step in range(1, len(texts)):
             moment = now + timedelta(0, 0, step)
-            update = {"id": ids[step], "text": texts[step], "created_at": moment, "accessed_at": moment}
-            facts.append(copy(update={**update, "equivalents": []}))
+            facts.append(_sibling(first, ids[step], texts[step], moment))
         return facts
+
+
+def _copy_fact(first: Fact, fact_id: str, text: str, moment: datetime) -> Fact:
+    """``first`` with another id, text and moment, through the public API (``model_copy``)."""
+    update = {"id": fact_id, "text": text, "created_at": moment, "accessed_at": moment, "equivalents": []}
+    return first.model_copy(update=update)
+
+
+def _copy_fact_fast(first: Fact, fact_id: str, text: str, moment: datetime) -> Fact:
+    """What :func:`_copy_fact` builds, without ``model_copy``'s generic handling (half the time)."""
+    fact = Fact.__new__(Fact)
+    values = first.__dict__.copy()
+    values.update(id=fact_id, text=text, created_at=moment, accessed_at=moment, equivalents=[])
+    object.__setattr__(fact, "__dict__", values)
+    object.__setattr__(fact, "__pydantic_fields_set__", set(first.__pydantic_fields_set__))
+    object.__setattr__(fact, "__pydantic_extra__", None)
+    object.__setattr__(fact, "__pydantic_private__", None)
+    return fact
+
+
+def _pick_sibling() -> Callable[[Fact, str, str, datetime], Fact]:
+    """The fast copy only if it is indistinguishable from ``model_copy`` with this pydantic."""
+    moment = utcnow()
+    first = Fact(id="a", agent_id="a", text="a", created_at=moment, accessed_at=moment, equivalents=[])
+    later = moment + timedelta(0, 0, 1)
+    try:
+        fast, slow = _copy_fact_fast(first, "b", "b", later), _copy_fact(first, "b", "b", later)
+        if (
+            fast == slow
+            and fast.model_fields_set == slow.model_fields_set
+            and fast.equivalents is not first.equivalents
+        ):
+            return _copy_fact_fast
+    except Exception:  # a future pydantic changed its internals: the public API it is
+        pass
+    return _copy_fact
+
+
+_sibling = _pick_sibling()

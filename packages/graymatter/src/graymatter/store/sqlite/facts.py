@@ -40,17 +40,16 @@ _SETTLE = "INSERT OR IGNORE INTO facts_text SELECT text_hash, rowid FROM facts W
 
 
 def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> list[tuple[Any, ...]]:
-    """The insert parameters of each fact (a provenance or a moment shared by a batch is converted once;
-    a provenance without its default values: ``{}`` for a library write, which every reader spells as
-    ``interface`` library)."""
+    """The insert parameters of each fact: a provenance shared by a batch serialised once and without its
+    default values (``{}`` for a library write, which every reader spells as ``interface`` library), a
+    moment shared by consecutive columns converted once."""
     provenances: dict[int, str] = {}
-    moments: dict[datetime, int] = {}
+    last: list[Any] = [None, 0]  # the moment converted last (a new fact's created_at is its accessed_at)
 
     def micros(moment: datetime) -> int:
-        value = moments.get(moment)
-        if value is None:
-            value = moments[moment] = to_micros(moment)
-        return value
+        if moment is not last[0]:
+            last[0], last[1] = moment, to_micros(moment)
+        return int(last[1])
 
     for fact in facts:
         if id(fact.provenance) not in provenances:
