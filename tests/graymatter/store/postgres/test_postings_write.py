@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from graymatter.errors import InvalidInput
 from graymatter.ids import new_ulid
 from graymatter.models import Fact
 from graymatter.store.fts import FtsTokenizer
@@ -99,7 +100,7 @@ def test_edge_case_scores_match_sqlite(store: PostgresStore, tmp_path: Path) -> 
 def test_a_batch_larger_than_a_piece_is_stored_once_with_its_statistics(
     store: PostgresStore, pg_dsn: str
 ) -> None:
-    texts = [f"note {n} about service{n % 7} and owner{n % 11}" for n in range(2 * fulltext.CHUNK + 17)]
+    texts = [f"note {n} about service{n % 7} and owner{n % 11}" for n in range(2 * fulltext.PIECE + 17)]
     facts = [make_fact(text, agent="ab"[n % 2]) for n, text in enumerate(texts)]
     facts.append(make_fact("an alias is never indexed").model_copy(update={"kind": "alias"}))
     store.add_facts(facts)
@@ -131,3 +132,16 @@ def test_vectors_copied_in_binary_come_back_unit_length(store: PostgresStore, pg
         agent, confidence, stored = got[fact.id]
         assert (agent, confidence) == (fact.agent_id, fact.confidence)
         assert stored == pytest.approx([v / norm for v in clean], abs=1e-6)
+
+
+def test_a_bad_fact_in_a_later_piece_stores_nothing(store: PostgresStore, pg_dsn: str) -> None:
+    facts = [make_fact(f"piece fact {n}") for n in range(fulltext.PIECE + 3)]
+    facts[-1] = make_fact("a NUL \x00 inside")
+    with pytest.raises(InvalidInput, match="NUL"):
+        store.add_facts(facts, [[1.0, float(n)] for n in range(len(facts))], None)
+    with psycopg.connect(pg_dsn) as conn:
+        for table in ("gm_facts", "gm_postings", "gm_vectors", "gm_terms"):
+            assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+        assert conn.execute("SELECT sum(docs), sum(tokens) FROM gm_fts_stats").fetchone() == (0, 0)
+    store.add_facts(facts[:-1])  # the connection is usable again and the batch goes in without it
+    assert len(store.keyword_search(["a"], ["piece"], 1_000)) == fulltext.PIECE + 2

@@ -14,7 +14,7 @@ from graymatter.store.base import Vector, Vectors
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.postgres.fulltext import insert_facts, unindex
 from graymatter.store.postgres.rows import current_model
-from graymatter.store.postgres.vectors import PostgresVectors
+from graymatter.store.postgres.vectors import PostgresVectors, vector_copy_data
 from graymatter.store.rows import CONFLICT, EMBED_DONE, aligned_vectors, embed_state
 
 _AfterUpdate = Callable[[psycopg.Connection[Any], Sequence[str]], None]
@@ -48,8 +48,10 @@ class PostgresFactWrites(PostgresVectors):
             states.append(state)
             if state == EMBED_DONE and vector is not None:
                 usable.append((fact, vector))
-        insert_facts(c, self._tokenizer, facts, states)
-        self._put_vectors(c, usable, fresh=True)
+        data = insert_facts(
+            c, self._tokenizer, facts, states, lambda: vector_copy_data(usable) if usable else None
+        )
+        self._put_vectors(c, usable, fresh=True, data=data)
 
     def replace_facts(
         self,
@@ -89,7 +91,9 @@ class PostgresFactWrites(PostgresVectors):
             ids = [f.id for f in facts]
             known = {r[0] for r in c.execute("SELECT id FROM gm_facts WHERE id = ANY(%s)", (ids,)).fetchall()}
             fresh = [f for f in dict((f.id, f) for f in facts).values() if f.id not in known]
-            insert_facts(c, self._tokenizer, fresh, [embed_state(f, model, False) for f in fresh])
+            insert_facts(
+                c, self._tokenizer, fresh, [embed_state(f, model, False) for f in fresh], lambda: None
+            )
             return len(fresh), len(facts) - len(fresh)
 
         return self._write(work) if facts else (0, 0)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 
@@ -23,6 +23,8 @@ from graymatter.store.postgres.tokenizer import (
     tsvector_literal,
 )
 from graymatter.store.rows import FACT_COLUMNS, fact_values
+
+T = TypeVar("T")
 
 
 def adjust_stats(c: psycopg.Connection[Any], terms: Counter[str], docs: int, tokens: int) -> None:
@@ -107,13 +109,14 @@ _POSTINGS_COPY = (
 _POSTINGS_FROM_TSV = (
     "INSERT INTO gm_postings (term, agent_id, fact_id, tf, doc_len, created_at, confidence, positions)"
     " SELECT t.lexeme, f.agent_id, f.id, cardinality(t.positions), f.doc_len, f.created_at, f.confidence,"
-    " t.positions FROM gm_facts f CROSS JOIN LATERAL unnest(f.tsv) AS t WHERE f.id = ANY(%s)"
+    " t.positions FROM gm_facts f CROSS JOIN LATERAL unnest(f.tsv) AS t WHERE f.id = ANY(%s) ORDER BY 1"
 )
 """The postings of facts just copied, read back from their tsvectors by the server (the same stems and
-positions; the term count is the number of positions), instead of formatting and parsing them as text."""
-CHUNK = 250
-"""Facts analysed and sent per piece of the facts COPY: the server inserts one piece while the next is
-tokenised and formatted here."""
+positions; the term count is the number of positions), instead of formatting and parsing them as text;
+in term order, which touches fewer index pages (about a quarter less WAL)."""
+PIECE = 500
+"""Facts per COPY: while the server derives one piece's postings, the next piece is tokenised and
+formatted here (and after the last piece, whatever the caller prepares meanwhile: its vectors)."""
 
 
 def _postings(
@@ -177,21 +180,36 @@ class _Batch:
 
 
 def insert_facts(
-    c: psycopg.Connection[Any], tokenizer: FtsTokenizer, facts: Sequence[Fact], states: Sequence[int]
-) -> None:
+    c: psycopg.Connection[Any],
+    tokenizer: FtsTokenizer,
+    facts: Sequence[Fact],
+    states: Sequence[int],
+    meanwhile: Callable[[], T],
+) -> T:
     """Insert new facts with their embedding states; live ``fact``-kind ones are indexed for full text.
+    Returns what ``meanwhile`` made while the server was busy with the last piece.
 
-    One COPY of the facts, streamed in pieces of :data:`CHUNK` (ids are new, so plain inserts); then
-    their postings, derived by the server from the stored tsvectors (or copied, for the rare fact whose
-    term counts the tsvector cannot hold); then the statistics."""
+    Pieces of :data:`PIECE` facts, each one COPY (ids are new, so plain inserts), then its postings
+    derived by the server from the stored tsvectors, sent in pipeline mode so that the next piece is
+    formatted meanwhile; postings the tsvector cannot give are copied at the end, then the statistics."""
     batch = _Batch()
+    text = batch.rows(tokenizer, facts[:PIECE], states[:PIECE])
+    made: list[T] = []
     with c.cursor() as cur:
-        with cur.copy(_FACTS_COPY) as copy:
-            for start in range(0, len(facts), CHUNK):
-                copy.write(batch.rows(tokenizer, facts[start : start + CHUNK], states[start : start + CHUNK]))
-        if batch.derived:
-            cur.execute(_POSTINGS_FROM_TSV, (batch.derived,))
+        for start in range(0, len(facts), PIECE):
+            with cur.copy(_FACTS_COPY) as copy:
+                copy.write(text)
+            derived, batch.derived = batch.derived, []
+            later = start + PIECE
+            with c.pipeline():
+                if derived:
+                    cur.execute(_POSTINGS_FROM_TSV, (derived,))
+                if later < len(facts):
+                    text = batch.rows(tokenizer, facts[later : later + PIECE], states[later : later + PIECE])
+                else:
+                    made.append(meanwhile())
         if batch.explicit:
             with cur.copy(_POSTINGS_COPY) as copy:
                 copy.write("".join(batch.explicit))
     adjust_stats(c, batch.terms, batch.docs, batch.tokens)
+    return made[0] if made else meanwhile()

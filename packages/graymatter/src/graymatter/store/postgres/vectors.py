@@ -44,8 +44,11 @@ def unit_matrix(vectors: Sequence[Vector]) -> Any:
     """The vectors as float32 rows of unit length (non-finite values as 0; zero vectors kept as they are)."""
     import numpy as np
 
-    matrix = np.array(vectors, dtype=np.float64)
-    if matrix.ndim != 2:
+    try:
+        matrix = np.array(vectors, dtype=np.float64)
+    except ValueError:
+        matrix = None
+    if matrix is None or matrix.ndim != 2:
         raise InvalidInput("vectors of one batch must have the same dimension")
     matrix[~np.isfinite(matrix)] = 0.0
     norms = np.sqrt((matrix * matrix).sum(axis=1))
@@ -122,9 +125,15 @@ class PostgresVectors(PostgresConnections):
     _defer_index: bool
 
     def _put_vectors(
-        self, c: psycopg.Connection[Any], items: Sequence[tuple[Fact, Vector]], *, fresh: bool = False
+        self,
+        c: psycopg.Connection[Any],
+        items: Sequence[tuple[Fact, Vector]],
+        *,
+        fresh: bool = False,
+        data: bytes | None = None,
     ) -> None:
-        """Store unit-length vectors by binary COPY (replacing any the facts had, unless ``fresh``)."""
+        """Store unit-length vectors by binary COPY (replacing any the facts had, unless ``fresh``);
+        ``data``: the COPY stream of ``items`` (:func:`vector_copy_data`), when made beforehand."""
         if not items:
             return
         dim = len(items[0][1])
@@ -139,7 +148,7 @@ class PostgresVectors(PostgresConnections):
                 "COPY gm_vectors (fact_id, agent_id, confidence, embedding) FROM STDIN (FORMAT BINARY)"
             ) as copy,
         ):
-            copy.write(vector_copy_data(items))
+            copy.write(vector_copy_data(items) if data is None else data)
 
     def _ensure_vector_index(self, c: psycopg.Connection[Any], dim: int) -> None:
         row = c.execute("SELECT value FROM gm_meta WHERE key = 'embedding_dim' FOR UPDATE").fetchone()
