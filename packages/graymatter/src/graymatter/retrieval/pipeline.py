@@ -36,11 +36,12 @@ from graymatter.retrieval.keyword import (
 )
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
-from graymatter.retrieval.relevance import relevance, word_groups
+from graymatter.retrieval.relevance import relevance
 from graymatter.retrieval.rescore import (
     COVERAGE_WEIGHT,
     TEMPORAL_WEIGHT,
     fact_texts,
+    query_word_groups,
     rescore,
     stems_among,
 )
@@ -58,9 +59,11 @@ class QueryEmbedder(Protocol):
 
 _RankedSearch = Callable[
     [Sequence[str], Sequence[str], int, Sequence[str] | None],
-    tuple[list[ScoredId], dict[str, tuple[datetime, str]]],
+    tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]],
 ]
-"""A store's ``keyword_search_ranked``: the hits, and the ``rank_info`` of each, from one read."""
+"""A store's ``keyword_search_ranked``: the hits, and the ``rank_info`` and text of each, from one read."""
+_Texts = Callable[[Sequence[str]], dict[str, str]]
+"""A store's ``fact_texts``."""
 
 DEFAULT_MIN_VECTOR_SIMILARITY = 0.3
 """A vector neighbour below this cosine similarity is not evidence of relevance."""
@@ -152,18 +155,31 @@ class _RecallReads:
         self._store = store
         self._facts: dict[str, Fact | None] = {}
         self._ranks: dict[str, tuple[datetime, str]] = {}
+        self._texts: dict[str, str] = {}
 
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
-        """``Store.keyword_search``; a store that reads its hits' rank columns in the same statement
-        (``keyword_search_ranked``) answers ``rank_info`` for them without another one."""
+        """``Store.keyword_search``; a store that reads its hits' rank columns and texts in the same
+        statement (``keyword_search_ranked``) answers ``rank_info`` and ``fact_texts`` for them."""
         ranked = getattr(self._store, "keyword_search_ranked", None)
         if ranked is None:
             return self._store.keyword_search(agent_ids, terms, limit, confidences)
-        hits, rows = cast(_RankedSearch, ranked)(agent_ids, terms, limit, confidences)
+        hits, rows, texts = cast(_RankedSearch, ranked)(agent_ids, terms, limit, confidences)
         self._ranks.update(rows)
+        self._texts.update(texts)
         return hits
+
+    def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
+        """Texts by id: those the keyword search read, the rest through the store's ``fact_texts`` (two
+        columns) when it has one, else from the facts read (``get_facts``, so they are read once)."""
+        missing = [fid for fid in dict.fromkeys(fact_ids) if fid not in self._texts]
+        light = cast(_Texts | None, getattr(self._store, "fact_texts", None))
+        if missing and light is not None:
+            self._texts.update(light(missing))
+        elif missing:
+            self._texts.update((fact.id, fact.text) for fact in self.get_facts(missing))
+        return {fid: self._texts[fid] for fid in fact_ids if fid in self._texts}
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._store, name)
@@ -265,7 +281,7 @@ def _relevance(
     lenders = [lender for fid in texts if (lender := sources.get(fid, ("", None))[1]) is not None]
     missing = [lid for lid in dict.fromkeys(lenders) if lid not in texts]
     lender_texts = fact_texts(store, missing) if missing else {}
-    query_groups = word_groups(request.query, groups)
+    query_groups = query_word_groups(request.query, groups)
     wanted = frozenset().union(*query_groups)
     return relevance(
         query_groups,

@@ -20,6 +20,7 @@ session 3") and are round values in the middle of a flat optimum, not per-datase
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import sqlite3
 import threading
@@ -30,7 +31,7 @@ from typing import cast
 from graymatter.retrieval.keyword import KeywordEvidence
 from graymatter.retrieval.relevance import coverage, stems, word_groups
 from graymatter.store.base import Store
-from graymatter.store.fts import FTS_TOKENIZER, FtsTokenizer
+from graymatter.store.fts import CACHE_MAX_CHARS, FTS_TOKENIZER, FtsTokenizer
 
 COVERAGE_WEIGHT = 1.0
 TEMPORAL_WEIGHT = 0.5
@@ -87,7 +88,7 @@ def rescore(
     temporal = temporal_weight > 0 and asks_when(query)
     if not evidence.own or depth <= 0 or (coverage_weight <= 0 and not temporal):
         return evidence
-    query_groups = word_groups(query, groups)
+    query_groups = query_word_groups(query, groups)
     best = sorted(evidence.own, key=lambda fid: -evidence.own[fid])[:depth]
     texts = fact_texts(store, best)
     ids = [fid for fid in best if fid in texts]
@@ -110,6 +111,21 @@ def rescore(
     }
     own = {fid: score * factor.get(fid, 1.0) for fid, score in evidence.own.items()}
     return RescoredEvidence(own=own, sources=dict(evidence.sources), loans=loans, best_coverage=best_covered)
+
+
+_GROUPS: list[tuple[tuple[str, tuple[tuple[str, ...], ...]], list[frozenset[str]]]] = []
+
+
+def query_word_groups(query: str, groups: Sequence[Sequence[str]]) -> list[frozenset[str]]:
+    """:func:`.relevance.word_groups`, remembered for the last query (re-scoring and relevance ask for the
+    same groups within one recall); the result must not be changed."""
+    key = (query, tuple(tuple(group) for group in groups))
+    last = _GROUPS[-1] if _GROUPS else None
+    if last is not None and last[0] == key:
+        return last[1]
+    found = word_groups(query, groups)
+    _GROUPS[:] = [(key, found)]
+    return found
 
 
 def fact_texts(store: Store, fact_ids: Sequence[str]) -> dict[str, str]:
@@ -139,38 +155,64 @@ def _index() -> sqlite3.Connection:
     return conn
 
 
+KNOWN_ENTRIES = 8192
+"""Texts whose every stem :func:`stems_among` remembers (beside the tokenizer's own cache)."""
+_KNOWN: dict[str, frozenset[str]] = {}
+
+
 def stems_among(texts: Sequence[str], wanted: Collection[str], years: bool) -> list[frozenset[str]]:
     """Per text, a set of its index stems holding every one in ``wanted`` (and, with ``years``, every one
     starting with 1 or 2: the candidates of :data:`_YEAR`), which is all :func:`coverage` and
     :func:`says_when` look at: the same answers as with all of its stems.
 
-    A text the tokenizer's cache knows gives all its stems; the others are tokenized by the index's own
-    tokenizer in one in-memory FTS5 insert, and only the wanted stems come back to Python, not every token
-    of every text (what made a full analysis of the re-scored matches cost 0.8 ms at 10k facts)."""
+    A text the tokenizer's cache or this module's knows gives all its stems; the others are tokenized by the
+    index's own tokenizer in one in-memory FTS5 insert. Texts of up to ``CACHE_MAX_CHARS`` are read whole and
+    remembered (up to :data:`KNOWN_ENTRIES`); of a longer one only the wanted stems come back to Python."""
     if len(wanted) > MAX_WANTED_STEMS:
         return stems(texts)
-    known = _TOKENIZER.cached(texts)
-    rest = [i for i, hit in enumerate(known) if hit is None]
-    found = _read_stems([texts[i] for i in rest], wanted, years) if rest else []
-    out = [frozenset(hit[0]) if hit is not None else frozenset() for hit in known]
-    for i, stems_found in zip(rest, found, strict=True):
-        out[i] = stems_found
-    return out
+    out: list[frozenset[str] | None] = [
+        frozenset(hit[0]) if hit is not None else _KNOWN.get(text)
+        for hit, text in zip(_TOKENIZER.cached(texts), texts, strict=True)
+    ]
+    missing = [t for t, hit in zip(texts, out, strict=True) if hit is None]
+    short = list(dict.fromkeys(t for t in missing if len(t) <= CACHE_MAX_CHARS))
+    long = list(dict.fromkeys(t for t in missing if len(t) > CACHE_MAX_CHARS))
+    found = dict(zip(short, _read_stems(short, None, True), strict=True)) if short else {}
+    for text, every in found.items():
+        _remember(text, every)
+    if long:
+        found.update(zip(long, _read_stems(long, wanted, years), strict=True))
+    return [hit if hit is not None else found[text] for hit, text in zip(out, texts, strict=True)]
 
 
-def _read_stems(texts: Sequence[str], wanted: Collection[str], years: bool) -> list[frozenset[str]]:
-    """:func:`stems_among` for texts not analysed yet: one in-memory insert, the wanted stems read back."""
+def _remember(text: str, every: frozenset[str]) -> None:
+    if len(_KNOWN) >= KNOWN_ENTRIES:
+        try:
+            for old in list(itertools.islice(_KNOWN, KNOWN_ENTRIES // 8)):
+                _KNOWN.pop(old, None)
+        except RuntimeError:  # another thread changed it meanwhile
+            _KNOWN.clear()
+    _KNOWN[text] = every
+
+
+def _read_stems(texts: Sequence[str], wanted: Collection[str] | None, years: bool) -> list[frozenset[str]]:
+    """The stems of texts not analysed yet, from one in-memory insert: those in ``wanted`` (with ``years``,
+    and those starting with 1 or 2), or every one (``wanted`` None)."""
     found: list[set[str]] = [set() for _ in texts]
-    params = list(wanted)
+    reads: list[tuple[str, list[str]]] = []
+    if wanted is None:
+        reads.append(("SELECT term, doc FROM tok_vocab", []))
+    elif wanted:
+        marks = ",".join("?" * len(wanted))
+        reads.append((f"SELECT term, doc FROM tok_vocab WHERE term IN ({marks})", list(wanted)))
     # Two statements, never one with OR: fts5vocab (SQLite 3.40) drops rows of an OR of its term constraints.
-    reads = [(f"SELECT term, doc FROM tok_vocab WHERE term IN ({','.join('?' * len(params))})", params)]
-    if years:
+    if years and wanted is not None:
         reads.append(("SELECT term, doc FROM tok_vocab WHERE term >= '1' AND term < '3'", []))
     conn = _index()
     conn.execute("BEGIN")
     try:
         conn.executemany("INSERT INTO tok(rowid, t) VALUES (?, ?)", [(i + 1, t) for i, t in enumerate(texts)])
-        for sql, args in reads if params else reads[1:]:
+        for sql, args in reads:
             for term, doc in conn.execute(sql, args):
                 found[doc - 1].add(term)
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
@@ -121,12 +122,12 @@ class SQLiteKeywordSearch(SQLiteConnections):
 
     def keyword_search_ranked(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
-    ) -> tuple[list[ScoredId], dict[str, tuple[datetime, str]]]:
-        """:meth:`keyword_search`, and the ``rank_info`` of its hits, read in the same statement (every
-        row the full-text index holds is a live fact)."""
+    ) -> tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]]:
+        """:meth:`keyword_search`, and the ``rank_info`` and texts of its hits, read in the same statement
+        (every row the full-text index holds is a live fact)."""
         kept = searchable_terms(terms, agent_ids, limit, confidences)
         if not kept:
-            return [], {}
+            return [], {}, {}
         match = fts_match_expression(kept)
         filters: list[Any] = [*agent_ids]
         where = f"f.agent_id IN ({placeholders(len(agent_ids))})"
@@ -134,12 +135,15 @@ class SQLiteKeywordSearch(SQLiteConnections):
         postings = self._postings(kept)
         share = min(1.0, self.max_scored_postings / postings) if postings else 1.0
         rows = self._read(lambda c: _ranked_matches(c, match, where, filters, limit, share))
-        hits = [ScoredId(fid, -float(score)) for fid, score, _, _ in rows]
-        return hits, {fid: (at_micros(created), confidence) for fid, _, created, confidence in rows}
+        hits = [ScoredId(row[0], -float(row[1])) for row in rows]
+        ranks = {row[0]: (at_micros(row[2]), row[3]) for row in rows}
+        return hits, ranks, {row[0]: row[4] for row in rows}
 
 
-Match = tuple[str, float, int, str]
-"""``(fact id, bm25, created_at in microseconds, confidence)``."""
+Match = tuple[str, float, int, str, str]
+"""``(fact id, bm25, created_at in microseconds, confidence, text)``."""
+_BEST_FIRST = operator.itemgetter(1, 2, 0)
+"""Score (FTS5's bm25 is lower for better), then ``created_at``, then id."""
 
 
 def _structure(c: sqlite3.Connection) -> bytes:
@@ -149,8 +153,8 @@ def _structure(c: sqlite3.Connection) -> bytes:
 
 
 _CUT_SQL = (
-    "SELECT f.id, m.s, f.created_at, f.confidence FROM (SELECT rowid, bm25(facts_fts) AS s FROM facts_fts "
-    "WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?) AS m "
+    "SELECT f.id, m.s, f.created_at, f.confidence, f.text FROM (SELECT rowid, bm25(facts_fts) AS s "
+    "FROM facts_fts WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?) AS m "
     "LEFT JOIN facts f ON f.rowid = m.rowid AND {where}"
 )
 _WINDOW_SQL = " AND rowid > (SELECT (1.0 - ?) * max(rowid) FROM facts)"
@@ -159,34 +163,44 @@ _WINDOW_SQL = " AND rowid > (SELECT (1.0 - ?) * max(rowid) FROM facts)"
 def _in_namespace(inner: list[Any]) -> list[Match]:
     """The cut's rows of the namespace (the others came back without an id), best first: score, then
     ``created_at``, then id."""
-    ranked = sorted((score, created, fid, label) for fid, score, created, label in inner if fid is not None)
-    return [(fid, score, created, label) for score, created, fid, label in ranked]
+    return sorted((row for row in inner if row[0] is not None), key=_BEST_FIRST)
 
 
 def _ranked_matches(
     c: sqlite3.Connection, match: str, where: str, filters: list[Any], limit: int, share: float = 1.0
 ) -> list[Match]:
     """The best matches: ranked inside FTS5 first (no per-match join), the cut's rows looked up by rowid
-    and filtered in the same statement. ``share`` < 1 searches the newest ``share`` of the rowids first
-    (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
-    inner_limit = max(2 * limit, 50)
+    and filtered in the same statement; a cut of ``limit`` rows, then of four times that when too few of
+    its rows belong to the namespace, then the full join. ``share`` < 1 searches the newest ``share`` of
+    the rowids first (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
+    cuts = (max(limit, 50), max(4 * limit, 200))
     if share < 1.0:
         sql = _CUT_SQL.format(window=_WINDOW_SQL, where=where)
-        windowed = _in_namespace(c.execute(sql, [match, share, inner_limit, *filters]).fetchall())
-        if len(windowed) >= limit:
+        windowed = _cut(c, sql, [match, share], filters, limit, cuts)
+        if windowed is not None and len(windowed) >= limit:
             return windowed[:limit]
-    inner = c.execute(_CUT_SQL.format(window="", where=where), [match, inner_limit, *filters]).fetchall()
-    if not inner:
-        return []
-    ranked = _in_namespace(inner)
-    # Answer from the FTS5 cut unless it was full and too few of its rows belong to the namespace.
-    # Every fact scoring better than the cut is in it; facts tied with the cut's last score are
-    # admitted in insertion (rowid) order, which is deterministic and never reorders the list.
-    if len(inner) < inner_limit or len(ranked) >= limit:
+    ranked = _cut(c, _CUT_SQL.format(window="", where=where), [match], filters, limit, cuts)
+    if ranked is not None:
         return ranked[:limit]
     return c.execute(
-        "SELECT f.id, bm25(facts_fts) AS s, f.created_at, f.confidence FROM facts_fts "
+        "SELECT f.id, bm25(facts_fts) AS s, f.created_at, f.confidence, f.text FROM facts_fts "
         "JOIN facts f ON f.rowid = facts_fts.rowid "
         f"WHERE facts_fts MATCH ? AND {where} ORDER BY s, f.created_at, f.id LIMIT ?",
         [match, *filters, limit],
     ).fetchall()
+
+
+def _cut(
+    c: sqlite3.Connection, sql: str, head: list[Any], filters: list[Any], limit: int, cuts: Sequence[int]
+) -> list[Match] | None:
+    """The namespace's rows of the first FTS5 cut that holds ``limit`` of them or every match, best
+    first; ``None`` when even the largest cut was full and too thin.
+
+    Every fact scoring better than a cut's last row is in the cut; facts tied with it are admitted in
+    insertion (rowid) order, which is deterministic and never reorders the list."""
+    for size in cuts:
+        inner = c.execute(sql, [*head, size, *filters]).fetchall()
+        ranked = _in_namespace(inner)
+        if len(inner) < size or len(ranked) >= limit:
+            return ranked
+    return None
