@@ -217,3 +217,23 @@ def test_a_journal_that_cannot_be_created_is_not_named_and_the_reply_is_saved_in
     saved = load(ws.root / "run.json")
     assert saved["exit_status"] == "Submitted" and saved["resume"]["journal"] is None
     assert (ws.root / "run.json.pending").is_dir()  # left alone
+
+
+def test_a_failed_background_sync_falls_back_to_a_full_save_before_the_command_runs(ws: Workspace) -> None:
+    from tinyagent.trajectory.files import SYNC_FAULT_ENV
+
+    ws.stub.add(
+        {"tool_calls": [bash_call("fresh-1", "call_a")], "usage": usage()},
+        {"tool_calls": [bash_call("fresh-2", "call_b")], "usage": usage()},
+        {"tool_calls": [submit_call()], "usage": usage()},
+    )
+    result = ws.run(
+        "-t", TASK, "--provider", "openai", "-m", MODEL, "--base-url", ws.stub.base_url("openai"),
+        "--cwd", ws.project, "--no-stream", "-o", "run.json", env={**ws.env, SYNC_FAULT_ENV: "2"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("the pending journal failed (injected sync failure") == 1
+    assert executed_markers(ws.project) == ["fresh-1", "fresh-2"]  # each command ran exactly once
+    saved = load(ws.root / "run.json")
+    assert saved["exit_status"] == "Submitted" and saved["resume"]["journal"] is None
+    assert not _journal(ws.root / "run.json").exists()

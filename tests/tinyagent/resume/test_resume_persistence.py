@@ -98,3 +98,21 @@ def test_interrupted_resume_can_itself_be_resumed(ws: Workspace, checkpoint: Pat
     assert executed_markers(ws.project) == ["fresh-1", "fresh-2", "fresh-3", "r1"]
     notices = [m for m in ws.stub.requests[0].body["messages"] if m.get("content") == CONTINUATION_NOTICE]
     assert len(notices) == 2  # one per resume boundary
+
+
+def test_a_failed_background_sync_whose_full_save_fails_too_runs_nothing(
+    ws: Workspace, checkpoint: Path
+) -> None:
+    from tinyagent.trajectory.files import SYNC_FAULT_ENV
+
+    source_bytes = checkpoint.read_bytes()
+    ws.stub.add({"tool_calls": [bash_call("turn-1")], "usage": usage()})
+    # save 1: the initial state; 2: the reply's journal record, whose background sync (the 1st) fails;
+    # 3: the full save that stands in for it fails too: the command behind the gate must never run
+    env = {**ws.env, SYNC_FAULT_ENV: "1", "TINYAGENT_TEST_FAIL_SAVE": "3"}
+    result = ws.resume(checkpoint, "continued.json", "--step-limit", "9", env=env)
+    assert result.returncode == 1
+    assert "the pending journal failed (injected sync failure" in result.stderr
+    assert len(ws.stub.requests) == 1
+    assert executed_markers(ws.project) == ["fresh-1", "fresh-2", "fresh-3"]  # turn-1 never ran
+    assert checkpoint.read_bytes() == source_bytes

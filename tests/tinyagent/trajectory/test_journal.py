@@ -100,6 +100,38 @@ def test_a_failed_append_breaks_the_journal_for_good(tmp_path: Path) -> None:
     journal.close(remove=True)
 
 
+def test_an_overlapped_sync_is_waited_for_before_the_journal_is_used_again(tmp_path: Path) -> None:
+    journal = PendingJournal(tmp_path / "run.json", journal_ref_for(tmp_path / "run.json"))
+    journal.open()
+    wait = journal.append(b'{"a": 1}\n', overlap=True)
+    assert wait is not None and journal.append(b'{"b": 2}\n', sync=False) is None  # settles the first
+    wait()  # already settled: nothing left to wait for
+    assert _records(journal.path) == b'{"a": 1}\n{"b": 2}\n'
+    assert journal.append(b"{}\n", overlap=False) is None  # a synchronous sync returns no wait
+    journal.close(remove=True)
+
+
+def test_a_failed_overlapped_sync_breaks_the_journal_for_good(tmp_path: Path) -> None:
+    journal = PendingJournal(tmp_path / "run.json", journal_ref_for(tmp_path / "run.json"))
+    journal.open()
+    assert journal._fd is not None
+    read_end, write_end = os.pipe()
+    real_fd = journal._fd
+    journal._fd = read_end  # a pipe cannot be fdatasynced (EINVAL): the sync thread's call fails
+    from tinyagent.trajectory.syncer import Syncer
+
+    journal._inflight = Syncer().submit(read_end)
+    with pytest.raises(SaveError, match="cannot append to the pending journal"):
+        journal.settle()
+    assert journal.broken
+    with pytest.raises(SaveError):
+        journal.append(b"{}\n")
+    journal._fd = real_fd
+    os.close(read_end)
+    os.close(write_end)
+    journal.close(remove=True)
+
+
 # folding -------------------------------------------------------------------------------------
 
 

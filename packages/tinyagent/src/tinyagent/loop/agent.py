@@ -106,6 +106,7 @@ class Agent:
         self.clock = clock
         self._compactor = Compactor(provider, window, stream=stream)  # window None: never compacts
         self._saver = Saver(save, self.reporter, overlap=overlap_saves, stop_on_failure=stop_on_save_failure)
+        self._saver.overlap_sync = overlap_saves  # the toolbox waits for the reply's sync (effects_gate)
         self._phase = _IDLE
         self._stop: tuple[ExitStatus, str] | None = None
         self._time_up = False
@@ -184,7 +185,14 @@ class Agent:
             # the reply (and, by the journal or a wait, the turns before it) is durable before tools run
             if not self._save_pending_turn(traj, reply.tool_calls):
                 return ExitStatus.SAVE_ERROR, "the save before a tool batch failed"
-            ending = self._run_batch(traj, step, reply.tool_calls)
+            durable = self._saver.durability_gate(traj)  # a tool waits for it before its first effect
+            self.toolbox.effects_gate = durable
+            try:
+                ending = self._run_batch(traj, step, reply.tool_calls)
+            finally:
+                self.toolbox.effects_gate = None
+            if not durable():
+                return ExitStatus.SAVE_ERROR, "the save before a tool batch failed"
             self._mark_pending(traj, False)
             if ending is not None:
                 return ending

@@ -49,6 +49,8 @@ class Saver:
         self._compaction: object = None  # the compacted view the journal last recorded
         self._landed = -1  # messages held by the newest full save that landed (synchronous ones)
         self._submitted_at: float | None = None  # when the newest full rewrite was handed to the worker
+        self.overlap_sync = False  # the pending record's fdatasync may run while its tools start (gated)
+        self._unsynced: Callable[[], None] | None = None  # the wait for that fdatasync
 
     # -- the journal ----------------------------------------------------------------------------
     def _journal_save(self, traj: Trajectory) -> Any:
@@ -79,17 +81,49 @@ class Saver:
             record = encode_record(
                 save.journal_ref, traj, self._journaled, pending=pending, compaction=changed
             )
-            save.journal_append(record, sync=pending)
+            if pending and self.overlap_sync:
+                self._unsynced = save.journal_append(record, sync=True, overlap=True)
+            else:
+                save.journal_append(record, sync=pending)
         except Exception as exc:
-            self._journal_failed = True
-            # the full saves from now on hold everything and name no journal (a resume never needs it)
-            traj.resume = traj.resume.model_copy(update={"journal": None})
-            self.reporter.warning(
-                f"the pending journal failed ({exc}); the whole trajectory is saved before each tool batch"
-            )
+            self._journal_broke(traj, exc)
             return False
         self._journaled, self._compaction = len(traj.messages), compaction
         return True
+
+    def _journal_broke(self, traj: Trajectory, exc: Exception) -> None:
+        self._journal_failed = True
+        # the full saves from now on hold everything and name no journal (a resume never needs it)
+        assert traj.resume is not None
+        traj.resume = traj.resume.model_copy(update={"journal": None})
+        self.reporter.warning(
+            f"the pending journal failed ({exc}); the whole trajectory is saved before each tool batch"
+        )
+
+    def durability_gate(self, traj: Trajectory) -> Callable[[], bool]:
+        """The wait a tool batch passes before its first effect: True once the reply `save_pending`
+        saved is durable (after a failed overlapped sync: once a full save holds it), False when the
+        batch must not run (that failed too, `stop_on_failure`). Waits once; later calls repeat the
+        answer."""
+        answers: list[bool] = []
+
+        def gate() -> bool:
+            if not answers:
+                answers.append(self._await_durable(traj))
+            return answers[0]
+
+        return gate
+
+    def _await_durable(self, traj: Trajectory) -> bool:
+        wait, self._unsynced = self._unsynced, None
+        if wait is None:
+            return True
+        try:
+            wait()
+            return True
+        except Exception as exc:
+            self._journal_broke(traj, exc)
+            return self.save_now(traj, sync_directory=False) or not self.stop_on_failure
 
     def _maybe_erase(self, traj: Trajectory) -> None:
         """Erase a long journal once a durable full save holds every record in it."""

@@ -19,7 +19,7 @@ import os
 import secrets
 import stat
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from tinyagent.defaults import DEFAULT_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT
 from tinyagent.errors import TinyAgentError
 from tinyagent.tools.capping import CappedOutput, cap_output
+from tinyagent.tools.gate import CommandGate, gate_honoured
 from tinyagent.tools.process import collect, kill_group, marked_environment, start_watchdog, sweep
 from tinyagent.tools.specs import TOOL_SPECS
 from tinyagent.tools.sweeper import become_subreaper, sweep_tree
@@ -34,6 +35,7 @@ from tinyagent.tools.text import clean_json_value, clean_text
 from tinyagent.types import ToolCall, ToolSpec
 
 MAX_READ_BYTES = 2 * 1024 * 1024  # files larger than this are refused by read_file/edit_file
+NOT_DURABLE = "error: not executed: the reply could not be saved before its tools ran"
 
 
 class ToolInfrastructureError(TinyAgentError, RuntimeError):
@@ -87,6 +89,10 @@ class Toolbox:
         self._watchdog: subprocess.Popen[bytes] | None = None
         self._subreaper = False
         self._bash_path: str | None = None
+        self._gates: bool | None = None  # whether this bash honours the effects gate (probed once)
+        self.effects_gate: Callable[[], bool] | None = None
+        """Set by the loop for one tool batch: returns once the batch's reply is durable, False when the
+        batch must not run. Each call waits for it before its first effect (bash: see `tools/gate.py`)."""
 
     # -- public -------------------------------------------------------------------------------
     def run(self, call: ToolCall) -> ToolResult:
@@ -115,6 +121,8 @@ class Toolbox:
         arguments = clean_json_value(arguments)
         if not self.cwd.is_dir():
             raise ToolInfrastructureError(f"working directory is no longer available: {self.cwd}")
+        if call.name not in ("bash", "submit", "read_file") and not self._pass_gate():
+            return ToolResult(NOT_DURABLE, True)
         if external:
             assert self.external is not None
             return self.external.call(call.name, arguments)
@@ -197,19 +205,26 @@ class Toolbox:
             self._subreaper = become_subreaper()  # escaped processes stay in our tree: cheap sweeps
         if self._interrupted:
             return ToolResult("error: not executed: the run was interrupted", True)
+        gate = self._command_gate(env)
+        if gate is None and not self._pass_gate():
+            return ToolResult(NOT_DURABLE, True)
         try:
             proc = subprocess.Popen(
                 [self._bash_executable(), "-c", command],
                 cwd=self.cwd,
-                env=env,
+                env=gate.environment(env) if gate is not None else env,
+                pass_fds=gate.inherited if gate is not None else (),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
         except OSError as exc:
+            if gate is not None:
+                gate.abandon()
             raise ToolInfrastructureError(f"cannot start bash: {exc.strerror or exc}") from exc
         self._proc = proc
+        refused = gate is not None and not self._release(gate)
         if self._interrupt_requested():  # a signal arrived while the process was starting
             kill_group(proc)
         output_buffer = CappedOutput(self.output_cap)
@@ -225,6 +240,8 @@ class Toolbox:
             if proc.stdout is not None:
                 proc.stdout.close()
         output = output_buffer.text()
+        if refused:
+            return ToolResult(NOT_DURABLE, True)
         if self._interrupt_requested():
             return ToolResult(f"error: command interrupted; process group killed\n{output}", True)
         if timed_out:
@@ -233,6 +250,28 @@ class Toolbox:
             )
         note = "\n[background processes holding the output were killed]" if lingering else ""
         return ToolResult(f"exit code: {proc.returncode}\n{output}{note}")
+
+    def _pass_gate(self) -> bool:
+        """Wait until this batch's reply is durable; False: the batch must not run."""
+        gate = self.effects_gate
+        return True if gate is None else gate()
+
+    def _command_gate(self, env: dict[Any, Any]) -> CommandGate | None:
+        """A gate for the next command while its reply is still being made durable (else None)."""
+        if self.effects_gate is None or b"BASH_ENV" in env or "BASH_ENV" in env:
+            return None
+        if self._gates is None:
+            self._gates = gate_honoured(self._bash_executable(), env)
+        return CommandGate() if self._gates else None
+
+    def _release(self, gate: CommandGate) -> bool:
+        """Open `gate` once the reply is durable (True), or end it so the command never runs (False)."""
+        gate.started()
+        if self._pass_gate():
+            gate.open()
+            return True
+        gate.refuse()
+        return False
 
     def _helpers(self) -> frozenset[int]:
         """This run's own child processes that run no command: the watchdog (a sweep skips it)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
 
 FAULT_ENV = "TINYAGENT_TEST_FAIL_SAVE"
 KILL_ENV = "TINYAGENT_TEST_KILL_AFTER_JOURNAL"
+SYNC_FAULT_ENV = "TINYAGENT_TEST_FAIL_SYNC"
 
 _save_count = 0
 _journal_count = 0
+_sync_count = 0
 
 
 class LoadError(TinyAgentError, ValueError):
@@ -58,6 +61,14 @@ def _injected_failure() -> bool:
     except ValueError:
         return False
     return threshold > 0 and _save_count >= threshold
+
+
+def _injected_sync_failure() -> bool:
+    """`TINYAGENT_TEST_FAIL_SYNC=N`: the Nth overlapped sync of a pending record fails (tests only)."""
+    global _sync_count
+    _sync_count += 1
+    raw = os.environ.get(SYNC_FAULT_ENV, "")
+    return raw.isdigit() and int(raw) == _sync_count
 
 
 def _injected_kill() -> None:
@@ -119,18 +130,34 @@ class TrajectoryFile:
         write_private_atomic(self.path, data, no_clobber=self._must_create, sync_directory=sync_directory)
         self._must_create = False
 
-    def journal_append(self, record: bytes, *, sync: bool) -> None:
+    def journal_append(
+        self, record: bytes, *, sync: bool, overlap: bool = False
+    ) -> Callable[[], None] | None:
         """Append one journal record; `sync` (the reply before a tool batch) makes it durable first.
 
-        A synced record counts as a save for `TINYAGENT_TEST_FAIL_SAVE`.
+        `overlap` (with `sync`): the record is made durable in the background and the returned wait
+        returns once it is (SaveError if it failed), see `PendingJournal.append`. A synced record counts
+        as a save for `TINYAGENT_TEST_FAIL_SAVE`; `TINYAGENT_TEST_KILL_AFTER_JOURNAL` kills once it is
+        durable.
         """
         if self._journal is None:
             raise SaveError("no pending journal")
         if sync and _injected_failure():
             raise SaveError(f"injected save failure ({FAULT_ENV})")
-        self._journal.append(record, sync=sync)
-        if sync:
+        wait = self._journal.append(record, sync=sync, overlap=overlap)
+        if not sync:
+            return None
+        if wait is None:
             _injected_kill()
+            return None
+
+        def durable() -> None:
+            wait()
+            if _injected_sync_failure():
+                raise SaveError(f"injected sync failure ({SYNC_FAULT_ENV})")
+            _injected_kill()
+
+        return durable
 
     def finish(self, trajectory: Trajectory) -> None:
         """The final save; once it landed the journal is removed (else it is kept for --resume)."""

@@ -22,6 +22,7 @@ import json
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from tinyagent.trajectory.atomic import SaveError
 from tinyagent.trajectory.models import Compaction, JournalRef, Totals
+from tinyagent.trajectory.syncer import Syncer, SyncTicket
 from tinyagent.types import Message
 
 if TYPE_CHECKING:
@@ -104,6 +106,8 @@ class PendingJournal:
         self._used = 0  # bytes of records; the rest of the file is preallocated zeros
         self._capacity = 0
         self.broken = False  # a failed append: never append again (a torn line must stay the last one)
+        self._syncer: Syncer | None = None
+        self._inflight: SyncTicket | None = None
 
     def open(self) -> None:
         """Create (or empty a stale) journal: 0600, never through a symlink, not a special file."""
@@ -143,10 +147,16 @@ class PendingJournal:
         """Bytes of records in the file."""
         return self._used
 
-    def append(self, record: bytes, *, sync: bool = True) -> None:
+    def append(self, record: bytes, *, sync: bool = True, overlap: bool = False) -> Callable[[], None] | None:
         """Write one record after the last one (`sync`: and `fdatasync` it); SaveError (and the journal
         is broken) on any failure. The record lands in preallocated zeros: a pure data write, whose
-        sync waits for no file-system metadata commit (the cost other processes' writes inflate)."""
+        sync waits for no file-system metadata commit (the cost other processes' writes inflate).
+
+        `overlap` (with `sync`): the `fdatasync` runs on the journal's sync thread; the returned wait
+        returns once it did (SaveError, and the journal is broken, when it failed). Until then the
+        record is written but not durable: nothing it asks for may have an effect yet.
+        """
+        self.settle()
         if self._fd is None or self.broken:
             raise SaveError("the pending journal is not available")
         try:
@@ -155,12 +165,28 @@ class PendingJournal:
             written = os.pwrite(self._fd, record, self._used)
             if written != len(record):
                 raise OSError(f"short write ({written} of {len(record)} bytes)")
-            if sync:
+            if sync and not overlap:
                 os.fdatasync(self._fd)
         except OSError as exc:
             self.broken = True
             raise SaveError(f"cannot append to the pending journal: {exc.strerror or exc}") from exc
         self._used += written
+        if not (sync and overlap):
+            return None
+        if self._syncer is None:
+            self._syncer = Syncer()
+        self._inflight = self._syncer.submit(self._fd)
+        return self.settle
+
+    def settle(self) -> None:
+        """Wait for an overlapped `fdatasync` still running; SaveError (journal broken) if it failed."""
+        ticket, self._inflight = self._inflight, None
+        if ticket is None:
+            return
+        error = ticket.wait()
+        if error is not None:
+            self.broken = True
+            raise SaveError(f"cannot append to the pending journal: {error.strerror or error}")
 
     def erase(self) -> None:
         """Erase every record (the caller knows a durable full save holds them all).
@@ -168,6 +194,8 @@ class PendingJournal:
         The records are overwritten with zeros (durably) before the next record starts at offset 0,
         so a reader never sees a new record followed by old ones.
         """
+        with contextlib.suppress(SaveError):
+            self.settle()
         if self._fd is None or self.broken:
             return
         try:
@@ -187,6 +215,8 @@ class PendingJournal:
 
     def close(self, *, remove: bool) -> None:
         """Close the journal; `remove` (after the final save) also deletes it."""
+        with contextlib.suppress(SaveError):
+            self.settle()  # never close a descriptor the sync thread still uses
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
