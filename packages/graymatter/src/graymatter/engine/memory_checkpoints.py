@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from graymatter import validation as check
 from graymatter.engine.memory_api import ProvenanceArg
@@ -11,6 +11,8 @@ from graymatter.engine.memory_core import MemoryCore
 from graymatter.errors import InvalidInput, NoCheckpoint
 from graymatter.ids import new_ulid
 from graymatter.models import Checkpoint, CheckpointJSON, utcnow
+
+T = TypeVar("T")
 
 
 class CheckpointMethods(MemoryCore):
@@ -51,18 +53,12 @@ class CheckpointMethods(MemoryCore):
     def checkpoint_latest(self, agent_id: str) -> Checkpoint:
         """The newest checkpoint; ``NoCheckpoint`` if the agent has none."""
         agent_id = self._agent(agent_id)
-        checkpoint = self.store.latest_checkpoint(agent_id)
-        if checkpoint is None:
-            raise NoCheckpoint(f'no checkpoints for agent "{agent_id}"')
-        return checkpoint
+        return _found(self.store.latest_checkpoint(agent_id), agent_id)
 
     def checkpoint_latest_json(self, agent_id: str) -> CheckpointJSON:
         """The newest checkpoint, its state the stored JSON text (not decoded); ``NoCheckpoint`` if none."""
         agent_id = self._agent(agent_id)
-        checkpoint = self.store.latest_checkpoint_json(agent_id)
-        if checkpoint is None:
-            raise NoCheckpoint(f'no checkpoints for agent "{agent_id}"')
-        return checkpoint
+        return _found(self.store.latest_checkpoint_json(agent_id), agent_id)
 
     def checkpoint_get(self, agent_id: str, checkpoint_id: str) -> Checkpoint:
         """One checkpoint of this agent by id; ``NoCheckpoint`` if unknown."""
@@ -77,3 +73,10 @@ class CheckpointMethods(MemoryCore):
     def checkpoint_list(self, agent_id: str, limit: int | None = None) -> list[Checkpoint]:
         """Checkpoints of the agent, newest first."""
         return self.store.list_checkpoints(self._agent(agent_id), limit)
+
+
+def _found(checkpoint: T | None, agent_id: str) -> T:
+    """``checkpoint``, or ``NoCheckpoint`` when the agent has none."""
+    if checkpoint is None:
+        raise NoCheckpoint(f'no checkpoints for agent "{agent_id}"')
+    return checkpoint
