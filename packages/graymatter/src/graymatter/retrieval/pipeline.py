@@ -136,7 +136,7 @@ def keyword_terms(
     groups: Sequence[Sequence[str]] | None = None,
 ) -> list[str]:
     """Query terms after alias expansion and rarity capping, as sent to ``Store.keyword_search``."""
-    terms = query_terms(query)
+    terms = list(_informative(query))
     if not terms:
         return []
     if groups is None:
@@ -145,6 +145,19 @@ def keyword_terms(
         terms = expand_with_aliases(terms, groups)
     frequencies = store.document_frequencies(terms)
     return select_terms(terms, frequencies, max_terms, max_postings)
+
+
+_TERMS: list[tuple[str, tuple[str, ...]]] = []
+
+
+def _informative(query: str) -> tuple[str, ...]:
+    """``query_terms(query)``, remembered for the last query (a recall asks three times)."""
+    last = _TERMS[-1] if _TERMS else None
+    if last is not None and last[0] == query:
+        return last[1]
+    terms = tuple(query_terms(query))
+    _TERMS[:] = [(query, terms)]
+    return terms
 
 
 class _RecallReads:
@@ -230,13 +243,13 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
             confidences,
             request.min_vector_similarity,
         )
-    groups = alias_groups(store, agent_ids) if query_terms(request.query) else []
+    groups = alias_groups(store, agent_ids) if _informative(request.query) else []
     terms, evidence = _keyword_signal(store, request, agent_ids, pool, confidences, groups)
     similarity, vector_used = vector_job.result() if vector_job is not None else ({}, False)
     vector_ids = list(similarity)
     # Only a recall without required evidence (see below) ranks the newest facts: with evidence required
     # they could neither join the members nor be ranked, so they are not read.
-    relevance_required = bool(query_terms(request.query)) and (weights.keyword > 0 or vector_job is not None)
+    relevance_required = bool(_informative(request.query)) and (weights.keyword > 0 or vector_job is not None)
     recency_pool = max(request.recency_pool, request.top_k)
     recent_ids = [] if relevance_required else store.recent(agent_ids, recency_pool, confidences)
 
