@@ -90,3 +90,22 @@ def test_a_recall_without_informative_words_still_reads_the_newest_facts(memory:
     seen = _statements(memory, lambda: memory.recall("a", "", top_k=3))
     assert [s for s in seen if "ORDER BY created_at DESC" in s]
     assert [h.text for h in memory.recall("a", "", top_k=2)] == ["fact number 4", "fact number 3"]
+
+
+def test_a_full_memory_that_rarely_answers_reads_only_the_wanted_stems(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import graymatter.retrieval.rescore as rescore
+
+    monkeypatch.setattr(rescore, "KNOWN_ENTRIES", 4)
+    monkeypatch.setattr(rescore, "_KNOWN", {})
+    monkeypatch.setattr(rescore, "_USE", [0, 0])
+    texts = [f"deploy the kestrel cluster {i} on Tuesday 2019" for i in range(8)]
+    wanted = frozenset({"deploi", "tuesdai"})
+    first = stems_among(texts[:4], wanted, False)  # memory not full: read whole, remembered
+    assert set(rescore._KNOWN) == set(texts[:4]) and all("kestrel" in s for s in first)
+    later = stems_among(texts[4:], wanted, True)  # full, and it answered none of them: wanted only
+    assert later == [frozenset({"deploi", "tuesdai", "2019"})] * 4
+    assert set(rescore._KNOWN) == set(texts[:4])
+    groups = [frozenset({"deploi"}), frozenset({"tuesdai"})]
+    assert [coverage(groups, s) for s in first + later] == [1.0] * 8

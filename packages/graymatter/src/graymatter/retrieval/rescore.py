@@ -158,6 +158,8 @@ def _index() -> sqlite3.Connection:
 KNOWN_ENTRIES = 8192
 """Texts whose every stem :func:`stems_among` remembers (beside the tokenizer's own cache)."""
 _KNOWN: dict[str, frozenset[str]] = {}
+_USE = [0, 0]
+"""Texts answered from memory and texts read, lately (halved every ``KNOWN_ENTRIES`` texts)."""
 
 
 def stems_among(texts: Sequence[str], wanted: Collection[str], years: bool) -> list[frozenset[str]]:
@@ -166,8 +168,10 @@ def stems_among(texts: Sequence[str], wanted: Collection[str], years: bool) -> l
     :func:`says_when` look at: the same answers as with all of its stems.
 
     A text the tokenizer's cache or this module's knows gives all its stems; the others are tokenized by the
-    index's own tokenizer in one in-memory FTS5 insert. Texts of up to ``CACHE_MAX_CHARS`` are read whole and
-    remembered (up to :data:`KNOWN_ENTRIES`); of a longer one only the wanted stems come back to Python."""
+    index's own tokenizer in one in-memory FTS5 insert. While remembering pays (the memory is not full yet,
+    or it answers at least a third of the texts: a working set that fits), texts of up to
+    ``CACHE_MAX_CHARS`` are read whole and remembered (up to :data:`KNOWN_ENTRIES`); otherwise (a large
+    store, texts rarely seen twice) only the wanted stems come back to Python, a third of the cost."""
     if len(wanted) > MAX_WANTED_STEMS:
         return stems(texts)
     out: list[frozenset[str] | None] = [
@@ -175,14 +179,24 @@ def stems_among(texts: Sequence[str], wanted: Collection[str], years: bool) -> l
         for hit, text in zip(_TOKENIZER.cached(texts), texts, strict=True)
     ]
     missing = [t for t, hit in zip(texts, out, strict=True) if hit is None]
-    short = list(dict.fromkeys(t for t in missing if len(t) <= CACHE_MAX_CHARS))
-    long = list(dict.fromkeys(t for t in missing if len(t) > CACHE_MAX_CHARS))
+    whole = len(_KNOWN) < KNOWN_ENTRIES or 2 * _USE[0] >= _USE[1]
+    _count(len(texts) - len(missing), len(missing))
+    short = list(dict.fromkeys(t for t in missing if whole and len(t) <= CACHE_MAX_CHARS))
+    rest = list(dict.fromkeys(t for t in missing if not whole or len(t) > CACHE_MAX_CHARS))
     found = dict(zip(short, _read_stems(short, None, True), strict=True)) if short else {}
     for text, every in found.items():
         _remember(text, every)
-    if long:
-        found.update(zip(long, _read_stems(long, wanted, years), strict=True))
+    if rest:
+        found.update(zip(rest, _read_stems(rest, wanted, years), strict=True))
     return [hit if hit is not None else found[text] for hit, text in zip(out, texts, strict=True)]
+
+
+def _count(remembered: int, read: int) -> None:
+    _USE[0] += remembered
+    _USE[1] += read
+    if _USE[0] + _USE[1] > KNOWN_ENTRIES:
+        _USE[0] //= 2
+        _USE[1] //= 2
 
 
 def _remember(text: str, every: frozenset[str]) -> None:
