@@ -4,7 +4,8 @@ Per size, in the same run and on the same texts (the seeded engineering corpus):
 
 * **ingest**: ``Memory.remember_many`` in batches of 1,000 with background consolidation ON (the default
   configuration, keyword-only) against a plain FTS5 table (porter unicode61) filled by ``executemany`` in the
-  same batches, one transaction each: facts per second.
+  same batches, one transaction each: facts per second, and CPU microseconds per fact (the process's
+  every thread: graymatter's background consolidation counts).
 * **bytes per fact**: the database files (WAL checkpointed) divided by the facts, both sides.
 * **recall**: ``Memory.recall`` top-10 against a stop-word-free FTS5 top-10 (the query's informative words
   OR-ed, ranked by ``bm25``, ids fetched): p50 / p99 over the same natural-language queries.
@@ -49,19 +50,20 @@ def _dir_bytes(directory: Path) -> int:
     return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
 
 
-def _grow_graymatter(directory: Path, texts: list[str]) -> float:
-    """Seconds to append ``texts`` (consolidation on: cycles run in the background as writes arrive)."""
+def _grow_graymatter(directory: Path, texts: list[str]) -> tuple[float, float]:
+    """Seconds and CPU seconds (every thread of the process) to append ``texts`` (consolidation on: cycles
+    run in the background as writes arrive)."""
     memory = _memory(directory)
     try:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         for batch in iter_batches(texts, BATCH):
             memory.remember_many(AGENT, batch)
-        elapsed = time.perf_counter() - began
+        elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
         memory.wait_for_background()
     finally:
         memory.close()
     _checkpoint(next(p for p in directory.iterdir() if p.suffix == ".db"))
-    return elapsed
+    return elapsed, cpu
 
 
 def _checkpoint(db: Path) -> None:
@@ -72,21 +74,21 @@ def _checkpoint(db: Path) -> None:
         conn.close()
 
 
-def _grow_fts(db: Path, texts: list[str]) -> float:
+def _grow_fts(db: Path, texts: list[str]) -> tuple[float, float]:
     conn = sqlite3.connect(db, isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS t USING fts5(text, tokenize='porter unicode61')")
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         for batch in iter_batches(texts, BATCH):
             conn.execute("BEGIN")
             conn.executemany("INSERT INTO t(text) VALUES (?)", [(text,) for text in batch])
             conn.execute("COMMIT")
-        elapsed = time.perf_counter() - began
+        elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
         conn.close()
-    return elapsed
+    return elapsed, cpu
 
 
 def _fts_recall(db: Path, queries: list[str]) -> dict[str, float]:
@@ -144,8 +146,8 @@ def _measure(
 ) -> dict[str, Any]:
     """Grow both stores to ``size`` and measure every figure at that size."""
     new = texts[state["loaded"] : size]
-    gm_s = _grow_graymatter(work / "gm", new)
-    fts_s = _grow_fts(work / "fts.db", new)
+    gm_s, gm_cpu = _grow_graymatter(work / "gm", new)
+    fts_s, fts_cpu = _grow_fts(work / "fts.db", new)
     state["loaded"] = size
     state["gm_s"] += gm_s
     state["fts_s"] += fts_s
@@ -158,6 +160,8 @@ def _measure(
         "facts": size,
         "ingest_facts_per_s": round(len(new) / gm_s),
         "fts_ingest_facts_per_s": round(len(new) / fts_s),
+        "ingest_cpu_us_per_fact": round(gm_cpu / len(new) * 1e6, 2),
+        "fts_ingest_cpu_us_per_fact": round(fts_cpu / len(new) * 1e6, 2),
         "bytes_per_fact": round(gm_bytes),
         "fts_bytes_per_fact": round(fts_bytes),
         "recall": recall,
@@ -168,6 +172,15 @@ def _measure(
     }
 
 
+def _cpu_share(r: dict[str, Any]) -> str:
+    """Ingest CPU per fact beside FTS5's, and FTS5's share of graymatter's (the throughput a quiet machine
+    would give, less noisy than wall time on a shared one); records from before it was measured say so."""
+    if "ingest_cpu_us_per_fact" not in r:
+        return "not measured"
+    gm, fts = r["ingest_cpu_us_per_fact"], r["fts_ingest_cpu_us_per_fact"]
+    return f"{gm:.1f} / {fts:.1f} ({100 * fts / gm:.0f} %)"
+
+
 def _row(r: dict[str, Any]) -> list[object]:
     return [
         r["facts"],
@@ -176,6 +189,7 @@ def _row(r: dict[str, Any]) -> list[object]:
         f"{r['recall']['p50_ms'] / r['fts_recall']['p50_ms']:.2f}x",
         f"{r['ingest_facts_per_s']:,} / {r['fts_ingest_facts_per_s']:,}",
         f"{100 * r['ingest_facts_per_s'] / r['fts_ingest_facts_per_s']:.0f} %",
+        _cpu_share(r),
         f"{r['bytes_per_fact']} / {r['fts_bytes_per_fact']}",
         f"{r['bytes_per_fact'] / r['fts_bytes_per_fact']:.2f}x",
         f"{r['consolidation_cycle_ms']} / {r['read_every_fact_ms'] or 'not timed'}",
@@ -197,7 +211,8 @@ def run(quick: bool) -> dict[str, Any]:
     table = print_table(
         f"Cost at scale: graymatter (default config, keyword-only) beside FTS5, {len(queries)} queries",
         ["facts", "recall p50 / p99 ms", "FTS5 top-10 p50 / p99 ms", "recall/FTS5 p50",
-         "ingest facts/s (gm / FTS5)", "ingest vs FTS5", "bytes/fact (gm / FTS5)", "bytes ratio",
+         "ingest facts/s (gm / FTS5)", "ingest vs FTS5", "ingest CPU us/fact (gm / FTS5)",
+         "bytes/fact (gm / FTS5)", "bytes ratio",
          "cycle ms / read-all ms", "load 1m"],
         [_row(r) for r in records],
     )  # fmt: skip
