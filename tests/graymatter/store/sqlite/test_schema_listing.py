@@ -10,6 +10,7 @@ import pytest
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
+from graymatter.models import Provenance
 from graymatter.store.sqlite import facts as sqlite_facts
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.rows import text_hash
@@ -20,6 +21,9 @@ _COLUMNS = (
     "id, agent_id, text, kind, equivalents, created_at, accessed_at, superseded_by, pinned, provenance, "
 )
 _COLUMNS += "text_hash"
+
+
+_SHORT = "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance, text_hash"
 
 
 def _ulid(i: int) -> str:
@@ -144,7 +148,7 @@ def test_a_bulk_write_is_one_insert_per_row_and_a_fixed_number_of_other_statemen
         small, large = _statements(memory, 10), _statements(memory, 500)
     inserts = [s for s in large if s.startswith("INSERT INTO facts (")]
     others = [s for s in large if not s.startswith("INSERT INTO facts (")]
-    assert len(inserts) == 500
+    assert len(inserts) == 500 and all(s.startswith(_SHORT + ") VALUES") for s in inserts)
     assert len(small) - 10 == len(others)
     assert [s.split("(")[0].split(" WHERE")[0].strip() for s in others] == [
         "BEGIN IMMEDIATE",
@@ -219,3 +223,33 @@ def test_a_text_lookup_reads_keys_and_rows_by_key_never_a_walk(tmp_path: Path) -
     assert "SEARCH facts_text USING PRIMARY KEY (text_hash=?)" in steps
     assert "SEARCH facts USING INTEGER PRIMARY KEY (rowid>?)" in steps
     assert not any(s.startswith("SCAN") or "facts_listing" in s for s in steps), steps
+
+
+def _stored(db: Path, ids: list[str]) -> list[tuple[object, ...]]:
+    """Every column of the given facts, with each value's storage class (rowid aside)."""
+    with sqlite3.connect(db) as conn:
+        names = [str(r[1]) for r in conn.execute("PRAGMA table_info(facts)") if r[1] != "rowid"]
+        columns = ", ".join(f"{n}, typeof({n})" for n in names)
+        marks = ",".join("?" * len(ids))
+        rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN ({marks}) ORDER BY id", ids).fetchall()
+    conn.close()
+    return rows
+
+
+def test_plain_new_facts_are_stored_exactly_as_the_full_insert_stores_them(tmp_path: Path) -> None:
+    """A batch of plain new facts takes the short insert (the other columns at their defaults); a batch
+    with anything else takes the full one. Both store the same values, of the same storage classes."""
+    with Memory(tmp_path / "x", config=MemoryConfig(), embedder=None, summariser=None) as maker:
+        facts = maker._new_facts("a", [f"plain note {i}" for i in range(5)], "verified", Provenance())
+        alias = maker.alias("z", "k8s", ["kubernetes"])
+    stores, inserts = {}, {}
+    for name, batch in (("plain", facts), ("full", [*facts, alias])):
+        with Memory(tmp_path / name, config=MemoryConfig(), embedder=None, summariser=None) as memory:
+            seen: list[str] = []
+            memory.store._conn().set_trace_callback(seen.append)  # type: ignore[attr-defined]
+            memory.store.add_facts(batch)
+            memory.store._conn().set_trace_callback(None)  # type: ignore[attr-defined]
+        stores[name] = _stored(tmp_path / name / DB_FILENAME, [f.id for f in facts])
+        inserts[name] = {s.split(") VALUES")[0] for s in seen if s.startswith("INSERT INTO facts (")}
+    assert len(stores["plain"]) == 5 and stores["plain"] == stores["full"]
+    assert inserts["plain"] == {_SHORT} and len(inserts["full"]) == 1 and inserts["full"] != {_SHORT}
