@@ -92,9 +92,10 @@ class InlineStdout:
         """Write ``item`` (a :class:`~mcp.shared.message.SessionMessage`) as one JSON line and flush it."""
         message = item.message
         data = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True)
-        data = self.splices.apply(data)
         wire = self._wire()
-        wire.write(data + b"\n")
+        for piece in self.splices.pieces(data):
+            wire.write(piece)
+        wire.write(b"\n")
         wire.flush()
 
     async def write(self, data: str) -> None:

@@ -71,11 +71,18 @@ class Splices:
 
     def apply(self, line: bytes) -> bytes:
         """``line`` with the placeholders it holds replaced by their fragments (each used once)."""
-        if not self._pending:
-            return line
-        for needle in [n for n in self._pending if n in line]:
-            line = line.replace(needle, self._pending.pop(needle), 1)
-        return line
+        return b"".join(self.pieces(line))
+
+    def pieces(self, line: bytes) -> list[bytes]:
+        """:meth:`apply` as the pieces to write one after the other (no copy of a large fragment)."""
+        found = sorted((line.find(needle), needle) for needle in self._pending if needle in line)
+        pieces: list[bytes] = []
+        start = 0
+        for at, needle in found:
+            pieces += [line[start:at], self._pending.pop(needle)]
+            start = at + len(needle)
+        pieces.append(line[start:])
+        return pieces
 
 
 HELD: ContextVar[list[Held] | None] = ContextVar("graymatter_held_structured_content", default=None)
