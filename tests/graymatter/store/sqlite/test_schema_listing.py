@@ -1,4 +1,4 @@
-"""Schema 5: one listing index, exact-text keys settled in bulk, the migration, and a bulk write's SQL."""
+"""Schemas 5 and 6: one listing index, exact-text keys settled in bulk, the migrations, a bulk write's SQL."""
 
 from __future__ import annotations
 
@@ -30,16 +30,17 @@ def _ulid(i: int) -> str:
     return f"01JTLISTING{i:015d}"
 
 
-def _schema_4_store(directory: Path) -> list[tuple[object, ...]]:
-    """A schema-4 database written the way schema-4 graymatter wrote it; returns its fact rows."""
+def _old_store(directory: Path, version: int) -> list[tuple[object, ...]]:
+    """A schema-4 or schema-5 database written the way graymatter of that schema wrote it (exact-text
+    hashes in the row, under the ``facts_text_hash`` index); returns its fact rows."""
     directory.mkdir()
     conn = sqlite3.connect(directory / DB_FILENAME, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
-    for version in (1, 2, 3, 4):
-        for statement in schema._MIGRATIONS[version]:
+    for step in range(1, version + 1):
+        for statement in schema._MIGRATIONS[step]:
             conn.execute(statement)
-    conn.execute("PRAGMA user_version = 4")
+    conn.execute(f"PRAGMA user_version = {version}")
     rows: list[tuple[object, ...]] = []
     for i in range(60):
         agent = "a" if i < 50 else "b"
@@ -68,8 +69,9 @@ def _objects(db: Path) -> set[str]:
     return names
 
 
-def test_a_schema_4_store_migrates_keeping_every_fact_and_every_order(tmp_path: Path) -> None:
-    rows = _schema_4_store(tmp_path / "s")
+@pytest.mark.parametrize("version", [4, 5])
+def test_an_older_store_migrates_keeping_every_fact_and_every_order(tmp_path: Path, version: int) -> None:
+    rows = _old_store(tmp_path / "s", version)
     db = tmp_path / "s" / DB_FILENAME
     newest_first = sorted(((r[5], r[0]) for r in rows if r[1] == "a" and r[3] == "fact"), reverse=True)
     live_newest_first = [

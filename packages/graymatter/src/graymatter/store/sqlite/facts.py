@@ -80,9 +80,9 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
     provenances = _provenances(facts)
     rows: list[tuple[Any, ...]] = []
     for f in facts:
-        if f.kind != "fact" or f.equivalents or f.access_count or f.weight != 1.0 or f.superseded_by:
+        if f.kind != "fact" or f.equivalents or f.access_count or f.weight != 1.0:
             return None
-        if f.pinned or f.pinned_at is not None:
+        if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
             return None
         created = to_micros(f.created_at)
         accessed = created if f.accessed_at is f.created_at else to_micros(f.accessed_at)

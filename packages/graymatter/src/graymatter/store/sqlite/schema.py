@@ -15,7 +15,7 @@ DB_FILENAME = "graymatter.db"
 SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
 """A fact's session id, spelled exactly as the ``facts_session`` index spells it (NULL, never an error,
 for a provenance that is not JSON: such a row is reported as corrupt when it is decoded)."""
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 INDEXED_SQL = "{row}kind = 'fact' AND {row}superseded_by IS NULL"
 """The rows the full-text index holds (live facts), for the triggers that keep it so (``{row}``: a prefix)."""
 
@@ -118,14 +118,17 @@ _MIGRATIONS: dict[int, list[str]] = {
     # (``facts_live_recent``, partial) and all facts (``facts_agent_kind``, no id column) are walked in one
     # index that carries the id (no sort of created-at ties) and ``superseded_by`` (a live walk skips a
     # tombstone in the index, without reading its row): 32 bytes and one index insert less per fact.
-    # Exact-text keys leave the write path: ``facts_text`` holds (hash, rowid) of every fact up to the
-    # ``text_settled`` rowid, filled in hash order every SETTLE_ROWS facts (facts.py) instead of one random
-    # index insert per fact; lookups read it plus the unsettled tail past that rowid (reads.py). A delete
-    # removes its key and, when the deleted row was the last one (its rowid can come back), lowers the mark.
     5: [
         "CREATE INDEX facts_listing ON facts(agent_id, kind, created_at, id, superseded_by)",
         "DROP INDEX facts_live_recent",
         "DROP INDEX facts_agent_kind",
+    ],
+    # 6: exact-text keys leave the write path (same record). ``facts_text`` holds (hash, rowid) of every fact
+    # up to the ``text_settled`` rowid, filled in hash order every SETTLE_ROWS facts (facts.py) instead of one
+    # random index insert per fact; lookups read it plus the unsettled tail past that rowid (reads.py). A
+    # delete removes its key and, when the deleted row was the last one (its rowid can come back), lowers
+    # the mark.
+    6: [
         """CREATE TABLE facts_text (text_hash INTEGER NOT NULL, fact_rowid INTEGER NOT NULL,
             PRIMARY KEY (text_hash, fact_rowid)) WITHOUT ROWID""",
         "INSERT INTO facts_text SELECT text_hash, rowid FROM facts WHERE text_hash IS NOT NULL ORDER BY 1, 2",
