@@ -35,6 +35,7 @@ from graymatter.retrieval.keyword import (
     keyword_evidence,
 )
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
+from graymatter.retrieval.recall_reads import RecallReads
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
 from graymatter.retrieval.relevance import relevance
 from graymatter.retrieval.rescore import (
@@ -46,7 +47,7 @@ from graymatter.retrieval.rescore import (
     stems_among,
 )
 from graymatter.retrieval.weighing import weigh
-from graymatter.store.base import Confidences, ScoredId, Store
+from graymatter.store.base import Store
 
 
 class QueryEmbedder(Protocol):
@@ -56,14 +57,6 @@ class QueryEmbedder(Protocol):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
-
-_RankedSearch = Callable[
-    [Sequence[str], Sequence[str], int, Sequence[str] | None],
-    tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]],
-]
-"""A store's ``keyword_search_ranked``: the hits, and the ``rank_info`` and text of each, from one read."""
-_Texts = Callable[[Sequence[str]], dict[str, str]]
-"""A store's ``fact_texts``."""
 
 DEFAULT_MIN_VECTOR_SIMILARITY = 0.3
 """A vector neighbour below this cosine similarity is not evidence of relevance."""
@@ -160,70 +153,9 @@ def _informative(query: str) -> tuple[str, ...]:
     return terms
 
 
-class _RecallReads:
-    """The store as one recall sees it: facts read once are not read again (``get_facts``), and the rank
-    columns of facts already read come from them (``rank_info``); everything else goes to the store."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self._facts: dict[str, Fact | None] = {}
-        self._ranks: dict[str, tuple[datetime, str]] = {}
-        self._texts: dict[str, str] = {}
-
-    def keyword_search(
-        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
-    ) -> list[ScoredId]:
-        """``Store.keyword_search``; a store that reads its hits' rank columns and texts in the same
-        statement (``keyword_search_ranked``) answers ``rank_info`` and ``fact_texts`` for them."""
-        ranked = getattr(self._store, "keyword_search_ranked", None)
-        if ranked is None:
-            return self._store.keyword_search(agent_ids, terms, limit, confidences)
-        hits, rows, texts = cast(_RankedSearch, ranked)(agent_ids, terms, limit, confidences)
-        self._ranks.update(rows)
-        self._texts.update(texts)
-        return hits
-
-    def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
-        """Texts by id: those the keyword search read, the rest through the store's ``fact_texts`` (two
-        columns) when it has one, else from the facts read (``get_facts``, so they are read once)."""
-        missing = [fid for fid in dict.fromkeys(fact_ids) if fid not in self._texts]
-        light = cast(_Texts | None, getattr(self._store, "fact_texts", None))
-        if missing and light is not None:
-            self._texts.update(light(missing))
-        elif missing:
-            self._texts.update((fact.id, fact.text) for fact in self.get_facts(missing))
-        return {fid: self._texts[fid] for fid in fact_ids if fid in self._texts}
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._store, name)
-
-    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
-        """``Store.get_facts``, each id asked of the store at most once per recall."""
-        ids = list(dict.fromkeys(fact_ids))
-        missing = [fid for fid in ids if fid not in self._facts]
-        if missing:
-            self._facts.update(dict.fromkeys(missing))
-            self._facts.update((fact.id, fact) for fact in self._store.get_facts(missing))
-        return [fact for fid in ids if (fact := self._facts[fid]) is not None]
-
-    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
-        """``Store.rank_info``, answered from the facts already read where it can be."""
-        ids = list(dict.fromkeys(fact_ids))
-        rest = self._store.rank_info([f for f in ids if f not in self._facts and f not in self._ranks])
-        rest.update(self._ranks)
-        out: dict[str, tuple[datetime, str]] = {}
-        for fid in ids:
-            if fid not in self._facts:
-                if fid in rest:
-                    out[fid] = rest[fid]
-            elif (fact := self._facts[fid]) is not None and fact.live and fact.kind == "fact":
-                out[fid] = (fact.created_at, fact.confidence)
-        return out
-
-
 def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | None = None) -> RecallOutcome:
     """Rank the facts of ``request.agent_ids`` for ``request.query``. Read-only."""
-    vector_store, store = store, cast(Store, _RecallReads(store))
+    vector_store, store = store, cast(Store, RecallReads(store))
     confidences = allowed_confidences(request.min_confidence)
     agent_ids = list(dict.fromkeys(request.agent_ids))
     pool = max(request.candidate_pool, request.top_k)

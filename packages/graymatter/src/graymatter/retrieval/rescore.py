@@ -3,7 +3,7 @@
 BM25 weighs a word by its rarity, so a word in about half the facts (the name of the person a conversation
 is about, the product a support bot serves) counts for almost nothing, and a fact that matches one rare
 word of the question outranks one that matches every word of it. Two multipliers correct that, on the
-best ``RESCORE_DEPTH`` own matches (their texts are read once, in one statement):
+best ``RESCORE_DEPTH`` own matches (their texts come with the keyword matches, or in one statement):
 
 * **coverage**: ``1 + COVERAGE_WEIGHT x`` the share of the query's informative words the fact contains
   (stems, alias equivalents count: the same figure as :mod:`.relevance`);

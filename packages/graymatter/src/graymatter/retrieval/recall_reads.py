@@ -1,0 +1,81 @@
+"""The store as one recall sees it: each fact read once, and what a keyword search read kept for the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import cast
+
+from graymatter.models import Fact
+from graymatter.store.base import Confidences, ScoredId, Store
+
+_RankedSearch = Callable[
+    [Sequence[str], Sequence[str], int, Sequence[str] | None],
+    tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]],
+]
+"""A store's ``keyword_search_ranked``: the hits, and the ``rank_info`` and text of each, from one read."""
+_Texts = Callable[[Sequence[str]], dict[str, str]]
+"""A store's ``fact_texts``."""
+
+
+class RecallReads:
+    """The store as one recall sees it: facts read once are not read again (``get_facts``); the rank columns
+    and texts of facts already read, or returned by a keyword search that read them in the same statement
+    (``keyword_search_ranked``), come from what was read (``rank_info``, ``fact_texts``); everything else
+    goes to the store."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._facts: dict[str, Fact | None] = {}
+        self._ranks: dict[str, tuple[datetime, str]] = {}
+        self._texts: dict[str, str] = {}
+
+    def keyword_search(
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
+    ) -> list[ScoredId]:
+        """``Store.keyword_search``; a store that reads its hits' rank columns and texts in the same
+        statement (``keyword_search_ranked``) answers ``rank_info`` and ``fact_texts`` for them."""
+        ranked = getattr(self._store, "keyword_search_ranked", None)
+        if ranked is None:
+            return self._store.keyword_search(agent_ids, terms, limit, confidences)
+        hits, rows, texts = cast(_RankedSearch, ranked)(agent_ids, terms, limit, confidences)
+        self._ranks.update(rows)
+        self._texts.update(texts)
+        return hits
+
+    def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
+        """Texts by id: those the keyword search read, the rest through the store's ``fact_texts`` (two
+        columns) when it has one, else from the facts read (``get_facts``, so they are read once)."""
+        missing = [fid for fid in dict.fromkeys(fact_ids) if fid not in self._texts]
+        light = cast(_Texts | None, getattr(self._store, "fact_texts", None))
+        if missing and light is not None:
+            self._texts.update(light(missing))
+        elif missing:
+            self._texts.update((fact.id, fact.text) for fact in self.get_facts(missing))
+        return {fid: self._texts[fid] for fid in fact_ids if fid in self._texts}
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._store, name)
+
+    def get_facts(self, fact_ids: Sequence[str]) -> list[Fact]:
+        """``Store.get_facts``, each id asked of the store at most once per recall."""
+        ids = list(dict.fromkeys(fact_ids))
+        missing = [fid for fid in ids if fid not in self._facts]
+        if missing:
+            self._facts.update(dict.fromkeys(missing))
+            self._facts.update((fact.id, fact) for fact in self._store.get_facts(missing))
+        return [fact for fid in ids if (fact := self._facts[fid]) is not None]
+
+    def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
+        """``Store.rank_info``, answered from the facts already read where it can be."""
+        ids = list(dict.fromkeys(fact_ids))
+        rest = self._store.rank_info([f for f in ids if f not in self._facts and f not in self._ranks])
+        rest.update(self._ranks)
+        out: dict[str, tuple[datetime, str]] = {}
+        for fid in ids:
+            if fid not in self._facts:
+                if fid in rest:
+                    out[fid] = rest[fid]
+            elif (fact := self._facts[fid]) is not None and fact.live and fact.kind == "fact":
+                out[fid] = (fact.created_at, fact.confidence)
+        return out
