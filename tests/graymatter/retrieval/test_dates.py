@@ -14,8 +14,15 @@ from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.ids import new_ulid
 from graymatter.models import ExportBundle, Fact, Provenance, utcnow
-from graymatter.retrieval.dates import DATE_SLACK_DAYS, DATE_WEIGHT, date_windows, dated_rescore
+from graymatter.retrieval.dates import (
+    DATE_SLACK_DAYS,
+    DATE_WEIGHT,
+    date_windows,
+    dated_rescore,
+    without_dates,
+)
 from graymatter.retrieval.fusion import NEAR_TIE, evidence_order
+from graymatter.retrieval.relevance import word_groups
 
 
 def _d(*parts: int) -> datetime:
@@ -55,6 +62,16 @@ def test_date_windows_never_fails_and_returns_bounded_periods(text: str) -> None
     assert len(windows) <= 8
     for start, end in windows:
         assert start < end <= start + timedelta(days=366)
+
+
+def test_the_words_of_a_date_are_not_words_a_fact_must_contain() -> None:
+    assert without_dates("What movie did Joanna watch on 1 May, 2022?").split() == [
+        "What", "movie", "did", "Joanna", "watch", "on", "?"
+    ]  # fmt: skip
+    assert without_dates("no date here, room 7") == "no date here, room 7"
+    assert without_dates("2022") == "2022"  # nothing else to ask about: the query stays as it is
+    assert len(word_groups("What movie did Joanna watch on 1 May, 2022?")) == 3  # movie, joanna, watch
+    assert len(word_groups("What movie did Joanna watch?")) == 3
 
 
 def test_dated_rescore_favours_matches_written_in_the_period_or_the_week_after() -> None:
@@ -119,5 +136,7 @@ def test_a_question_naming_a_month_ranks_what_was_written_then_first(tmp_path: P
         assert undated[0] == "Joanna watched a movie at home"  # equally strong: the newest first
         explained = mem.recall_explain("j", "What movie did Joanna watch in May 2022?")
         assert explained[0].ranks.keyword_rank == 1
+        hits = mem.recall("j", "What movie did Joanna watch in May 2022?")
+        assert hits[0].relevance == 1.0  # every word but the date's, which created_at answers
     finally:
         mem.close()

@@ -9,8 +9,9 @@ score of a match written inside one of them, or up to ``DATE_SLACK_DAYS`` after 
 talked about in the days that follow: "last weekend I ran a charity race"), by ``1 + DATE_WEIGHT``.
 
 Like coverage re-scoring, it only reorders facts that already match the query's words: a fact is never
-returned for its date alone. Measured on LoCoMo with each fact written at its session's date (ADR 0011,
-"Quality, session 4").
+returned for its date alone, and the words of a date it names do not count as query words a fact's text
+should contain (:func:`without_dates`: coverage and the readable relevance leave them out). Measured on
+LoCoMo with each fact written at its session's date (ADR 0011, "Quality, session 4").
 """
 
 from __future__ import annotations
@@ -77,6 +78,18 @@ def date_windows(query: str) -> list[Window]:
         year = int(match.group(1))
         found.append((datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC)))
     return list(dict.fromkeys(found))[:8]
+
+
+def without_dates(query: str) -> str:
+    """``query`` with the calendar dates it names taken out (``query`` itself when it names none, or when
+    nothing else is left): the words that coverage and the readable relevance count, since a date is
+    matched through when a fact was written, not through the fact's words. BM25 still searches them."""
+    if _YEAR_ALONE.search(query) is None:
+        return query
+    rest = query
+    for pattern in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO_DAY, _MONTH_YEAR, _YEAR_ALONE):
+        rest = pattern.sub(" ", rest)
+    return rest if rest.strip() else query
 
 
 def written_in(moment: datetime, windows: list[Window], slack: timedelta) -> bool:

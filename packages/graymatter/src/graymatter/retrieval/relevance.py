@@ -3,9 +3,10 @@
 Fused scores are reciprocal-rank sums (0.016 for a first place at k = 60): they order results but say
 nothing about whether the best result is any good. Relevance does:
 
-* **keyword**: the share of the query's informative words (stop-words dropped) that the fact contains,
-  after stemming with the index's own tokenizer; a word also counts when the fact contains one of its
-  alias equivalents (``memory_alias``);
+* **keyword**: the share of the query's informative words (stop-words dropped; the words of a calendar
+  date the query names are left out, as dates are matched through when a fact was written) that the
+  fact contains, after stemming with the index's own tokenizer; a word also counts when the fact
+  contains one of its alias equivalents (``memory_alias``);
 * **semantic**: the cosine similarity of a vector neighbour (clipped to [0, 1]);
 * **context**: a turn that borrowed its keyword score from an adjacent turn of its session gets
   ``context_weight`` x the lender's keyword relevance;
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from graymatter.retrieval.dates import without_dates
 from graymatter.retrieval.query import query_terms
 from graymatter.store.fts import FtsTokenizer
 
@@ -30,8 +32,9 @@ def stems(texts: Sequence[str]) -> list[frozenset[str]]:
 
 
 def word_groups(query: str, alias_groups: Sequence[Sequence[str]] = ()) -> list[frozenset[str]]:
-    """Per informative query word: its stem plus the stems of every alias equivalent it brings in."""
-    words = query_terms(query)
+    """Per informative query word (dates named in the query left out): its stem plus the stems of every
+    alias equivalent it brings in."""
+    words = query_terms(without_dates(query))
     if not words:
         return []
     phrases = [[p for p in group if query_terms(p)] for group in alias_groups]
