@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -145,10 +146,10 @@ class MemoryCore:
             equivalents=[],
             provenance=provenance,
         )
-        facts = [first]
+        facts, sibling = [first], _sibling()
         for step in range(1, len(texts)):
             moment = now + timedelta(0, 0, step)
-            facts.append(_sibling(first, ids[step], texts[step], moment))
+            facts.append(sibling(first, ids[step], texts[step], moment))
         return facts
 
 
@@ -170,8 +171,10 @@ def _copy_fact_fast(first: Fact, fact_id: str, text: str, moment: datetime) -> F
     return fact
 
 
-def _pick_sibling() -> Callable[[Fact, str, str, datetime], Fact]:
-    """The fast copy only if it is indistinguishable from ``model_copy`` with this pydantic."""
+@functools.cache
+def _sibling() -> Callable[[Fact, str, str, datetime], Fact]:
+    """The fast copy only if it is indistinguishable from ``model_copy`` with this pydantic (decided at the
+    first bulk write, not at import: it validates a model, which builds the model's schema)."""
     moment = utcnow()
     first = Fact(id="a", agent_id="a", text="a", created_at=moment, accessed_at=moment, equivalents=[])
     later = moment + timedelta(0, 0, 1)
@@ -186,6 +189,3 @@ def _pick_sibling() -> Callable[[Fact, str, str, datetime], Fact]:
     except Exception:  # a future pydantic changed its internals: the public API it is
         pass
     return _copy_fact
-
-
-_sibling = _pick_sibling()
