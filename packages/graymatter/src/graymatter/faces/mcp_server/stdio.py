@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import JSONRPCError
 
+JOIN_BELOW_BYTES = 1 << 20
+"""An answer line shorter than this is joined into one write; a longer one (a large spliced result) is
+written piece by piece instead of being copied once more."""
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 
@@ -93,9 +96,12 @@ class InlineStdout:
         message = item.message
         data = message.__pydantic_serializer__.to_json(message, by_alias=True, exclude_unset=True)
         wire = self._wire()
-        for piece in self.splices.pieces(data):
-            wire.write(piece)
-        wire.write(b"\n")
+        pieces = [*self.splices.pieces(data), b"\n"]
+        if sum(map(len, pieces)) < JOIN_BELOW_BYTES:
+            wire.write(b"".join(pieces))  # one write: the client wakes once, for a whole line
+        else:
+            for piece in pieces:  # no copy of a large fragment; the pipe takes them in order
+                wire.write(piece)
         wire.flush()
 
     async def write(self, data: str) -> None:
