@@ -245,13 +245,17 @@ def test_plain_new_facts_are_stored_exactly_as_the_full_insert_stores_them(tmp_p
         facts = maker._new_facts("a", [f"plain note {i}" for i in range(5)], "verified", Provenance())
         alias = maker.alias("z", "k8s", ["kubernetes"])
     stores, inserts = {}, {}
-    for name, batch in (("plain", facts), ("full", [*facts, alias])):
+    for name, batch in (("plain", facts), ("full", [*facts, alias]), ("import", facts)):
         with Memory(tmp_path / name, config=MemoryConfig(), embedder=None, summariser=None) as memory:
             seen: list[str] = []
             memory.store._conn().set_trace_callback(seen.append)  # type: ignore[attr-defined]
-            memory.store.add_facts(batch)
+            if name == "import":  # an import of plain facts takes the short insert too
+                assert memory.store.import_facts(batch) == (5, 0)
+            else:
+                memory.store.add_facts(batch)
             memory.store._conn().set_trace_callback(None)  # type: ignore[attr-defined]
         stores[name] = _stored(tmp_path / name / DB_FILENAME, [f.id for f in facts])
         inserts[name] = {s.split(") VALUES")[0] for s in seen if s.startswith("INSERT INTO facts (")}
-    assert len(stores["plain"]) == 5 and stores["plain"] == stores["full"]
-    assert inserts["plain"] == {_SHORT} and len(inserts["full"]) == 1 and inserts["full"] != {_SHORT}
+    assert len(stores["plain"]) == 5 and stores["plain"] == stores["full"] == stores["import"]
+    assert inserts["plain"] == inserts["import"] == {_SHORT}
+    assert len(inserts["full"]) == 1 and inserts["full"] != {_SHORT}

@@ -104,6 +104,16 @@ def _insert_rows(c: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], insert:
         c.execute("INSERT OR REPLACE INTO meta(key, value) SELECT 'text_settled', max(rowid) FROM facts")
 
 
+def _insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
+    """Rows of a store without vectors (every fact's embedding state is none): plain new facts take the
+    short insert, any other batch the full one."""
+    plain = _plain_rows(facts)
+    if plain is not None:
+        _insert_rows(c, plain, _INSERT_PLAIN)
+    else:
+        _insert_rows(c, _rows(c, facts, [EMBED_NONE] * len(facts)))
+
+
 def _found(c: sqlite3.Connection, ids: Sequence[str], select: str) -> Iterator[tuple[str, Any]]:
     """``(id, row)`` for each id whose ``select`` (one ``?``, the id) finds a row."""
     for fact_id in ids:
@@ -131,11 +141,7 @@ def _insert_facts(
     """Rows (one ``executemany``; full-text entries by trigger) and the usable vectors."""
     model = current_model(c)
     if model is None:  # keyword-only store: no fact waits for a vector, none is stored
-        plain = _plain_rows(facts)
-        if plain is not None:
-            _insert_rows(c, plain, _INSERT_PLAIN)
-        else:
-            _insert_rows(c, _rows(c, facts, [EMBED_NONE] * len(facts)))
+        _insert_keyword_only(c, facts)
         return
     states = [
         embed_state(fact, model, vector is not None and embedding_model == model)
@@ -199,7 +205,10 @@ class SQLiteFactWrites(SQLiteConnections):
         def work(c: sqlite3.Connection) -> tuple[int, int]:
             model = current_model(c)
             fresh = _unknown(c, facts)
-            _insert_rows(c, _rows(c, fresh, [embed_state(f, model, False) for f in fresh]))
+            if model is None:
+                _insert_keyword_only(c, fresh)
+            else:
+                _insert_rows(c, _rows(c, fresh, [embed_state(f, model, False) for f in fresh]))
             return len(fresh), len(facts) - len(fresh)
 
         return self._write(work)
