@@ -22,17 +22,19 @@ import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tinyagent.defaults import DEFAULT_OUTPUT_CAP, DEFAULT_TOOL_TIMEOUT
 from tinyagent.errors import TinyAgentError
 from tinyagent.tools.capping import CappedOutput, cap_output
-from tinyagent.tools.gate import CommandGate, gate_honoured
 from tinyagent.tools.process import collect, kill_group, marked_environment, start_watchdog, sweep
 from tinyagent.tools.specs import TOOL_SPECS
 from tinyagent.tools.sweeper import become_subreaper, sweep_tree
 from tinyagent.tools.text import clean_json_value, clean_text
 from tinyagent.types import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from tinyagent.tools.gate import CommandGate
 
 MAX_READ_BYTES = 2 * 1024 * 1024  # files larger than this are refused by read_file/edit_file
 NOT_DURABLE = "error: not executed: the reply could not be saved before its tools ran"
@@ -260,6 +262,8 @@ class Toolbox:
         """A gate for the next command while its reply is still being made durable (else None)."""
         if self.effects_gate is None or b"BASH_ENV" in env or "BASH_ENV" in env:
             return None
+        from tinyagent.tools.gate import CommandGate, gate_honoured  # only once a sync is pending
+
         if self._gates is None:
             self._gates = gate_honoured(self._bash_executable(), env)
         return CommandGate() if self._gates else None

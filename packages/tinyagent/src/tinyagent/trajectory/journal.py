@@ -30,11 +30,11 @@ from pydantic import BaseModel, ConfigDict
 
 from tinyagent.trajectory.atomic import SaveError
 from tinyagent.trajectory.models import Compaction, JournalRef, Totals
-from tinyagent.trajectory.syncer import Syncer, SyncTicket
 from tinyagent.types import Message
 
 if TYPE_CHECKING:
     from tinyagent.trajectory.models import Trajectory
+    from tinyagent.trajectory.syncer import Syncer, SyncTicket
 
 __all__ = ["JOURNAL_SUFFIX", "ROTATE_BYTES", "JournalRecord", "PendingJournal", "journal_ref_for"]
 
@@ -174,6 +174,8 @@ class PendingJournal:
         if not (sync and overlap):
             return None
         if self._syncer is None:
+            from tinyagent.trajectory.syncer import Syncer  # a thread, started on the first overlapped sync
+
             self._syncer = Syncer()
         self._inflight = self._syncer.submit(self._fd)
         return self.settle
