@@ -85,6 +85,22 @@ def test_a_recall_with_evidence_reads_no_newest_facts_and_decodes_only_its_answe
     assert len([s for s in seen if "MATCH" in s]) == 2  # the terms, then the phrase "payment deploy"
 
 
+def test_an_empty_namespace_stops_after_the_first_cut(memory: Memory) -> None:
+    memory.remember_many("a", [f"deploy note {i} about the payment service" for i in range(300)])
+    memory.recall("nobody", "payment deploy")  # warm: document frequencies remembered
+    seen = _statements(memory, lambda: memory.recall("nobody", "payment deploy", top_k=3))
+    cuts = [s for s in seen if "MATCH" in s]
+    assert (
+        len(cuts) == 1 and "LEFT JOIN facts f" in cuts[0]
+    )  # the first cut only: no larger one, no full join
+    assert [s for s in seen if s.startswith("SELECT 1 FROM facts f WHERE")]
+    assert memory.recall("nobody", "payment deploy") == []
+    memory.remember("nobody", "the payment deploy runs on Tuesdays")
+    assert [h.text for h in memory.recall("nobody", "payment deploy")] == [
+        "the payment deploy runs on Tuesdays"
+    ]
+
+
 def test_a_recall_without_informative_words_still_reads_the_newest_facts(memory: Memory) -> None:
     memory.remember_many("a", [f"fact number {i}" for i in range(5)])
     seen = _statements(memory, lambda: memory.recall("a", "", top_k=3))

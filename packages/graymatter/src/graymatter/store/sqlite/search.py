@@ -176,10 +176,10 @@ def _ranked_matches(
     cuts = (max(limit, 50), max(4 * limit, 200))
     if share < 1.0:
         sql = _CUT_SQL.format(window=_WINDOW_SQL, where=where)
-        windowed = _cut(c, sql, [match, share], filters, limit, cuts)
+        windowed = _cut(c, sql, [match, share], (where, filters), limit, cuts)
         if windowed is not None and len(windowed) >= limit:
             return windowed[:limit]
-    ranked = _cut(c, _CUT_SQL.format(window="", where=where), [match], filters, limit, cuts)
+    ranked = _cut(c, _CUT_SQL.format(window="", where=where), [match], (where, filters), limit, cuts)
     if ranked is not None:
         return ranked[:limit]
     return c.execute(
@@ -191,16 +191,30 @@ def _ranked_matches(
 
 
 def _cut(
-    c: sqlite3.Connection, sql: str, head: list[Any], filters: list[Any], limit: int, cuts: Sequence[int]
+    c: sqlite3.Connection,
+    sql: str,
+    head: list[Any],
+    where: tuple[str, list[Any]],
+    limit: int,
+    cuts: Sequence[int],
 ) -> list[Match] | None:
     """The namespace's rows of the first FTS5 cut that holds ``limit`` of them or every match, best
     first; ``None`` when even the largest cut was full and too thin.
 
     Every fact scoring better than a cut's last row is in the cut; facts tied with it are admitted in
     insertion (rowid) order, which is deterministic and never reorders the list."""
+    condition, filters = where
     for size in cuts:
         inner = c.execute(sql, [*head, size, *filters]).fetchall()
         ranked = _in_namespace(inner)
         if len(inner) < size or len(ranked) >= limit:
             return ranked
+        if not ranked and not _has_live_facts(c, condition, filters):
+            return []  # an empty namespace (a ``__shared__`` nobody wrote to): no larger cut, no full join
     return None
+
+
+def _has_live_facts(c: sqlite3.Connection, where: str, filters: list[Any]) -> bool:
+    """Whether the namespace (``where`` over ``facts f``) holds a live fact: one probe of its index."""
+    query = f"SELECT 1 FROM facts f WHERE {where} AND f.superseded_by IS NULL LIMIT 1"
+    return c.execute(query, filters).fetchone() is not None
