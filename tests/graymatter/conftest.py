@@ -43,6 +43,16 @@ def mem(gm_dir: Path) -> Iterator[Memory]:
 
 
 @pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    """A keyword-only store whose consolidation runs in the writing call (no background thread)."""
+    opened = Memory(
+        tmp_path / "gm", config=MemoryConfig(async_consolidate=False), embedder=None, summariser=None
+    )
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
 def make_memory(tmp_path: Path) -> Iterator[Callable[..., Memory]]:
     opened: list[Memory] = []
 

@@ -4,15 +4,12 @@ store/sqlite/search.py; ADR 0011 "Recall latency, session 4")."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graymatter import Memory
-from graymatter.config import MemoryConfig
 from graymatter.retrieval.relevance import coverage, stems, word_groups
 from graymatter.retrieval.rescore import _read_stems, _time_stems, says_when, stems_among
 
@@ -47,15 +44,6 @@ def test_a_year_inside_a_word_is_read_back() -> None:
     """fts5vocab answers an OR of its term constraints wrongly (SQLite 3.40): the year stem of "1900s" was
     dropped once; the range is now its own statement."""
     assert _read_stems(["a book from the 1900s"], frozenset({"book"}), True) == [frozenset({"book", "1900"})]
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    mem = Memory(
-        tmp_path / "gm", config=MemoryConfig(async_consolidate=False), embedder=None, summariser=None
-    )
-    yield mem
-    mem.close()
 
 
 def _statements(memory: Memory, run: object) -> list[str]:

@@ -5,23 +5,9 @@ the full search (store/sqlite/search.py, ADR 0011 "Recall latency, session 4")."
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from graymatter import Memory
-from graymatter.config import MemoryConfig
 from graymatter.store.sqlite import SQLiteStore
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    mem = Memory(
-        tmp_path / "gm", config=MemoryConfig(async_consolidate=False), embedder=None, summariser=None
-    )
-    yield mem
-    mem.close()
 
 
 def _rowids(store: SQLiteStore) -> dict[str, int]:
