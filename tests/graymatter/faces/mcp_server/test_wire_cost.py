@@ -231,13 +231,13 @@ def test_a_spliced_line_is_the_line_the_sdk_would_write(state: dict[str, Any], o
     splices = Splices()
     shaped = {"content": [{"type": "text", "text": splices.fragment(to_json(text))}]}
     shaped["structuredContent"] = splices.fragment(text.encode())  # type: ignore[assignment]
-    line = splices.apply(to_json({"id": 1, "result": shaped, "note": other}))
+    line = _spliced(splices, to_json({"id": 1, "result": shaped, "note": other}))
     direct = {
         "id": 1,
         "result": {"content": [{"type": "text", "text": text}], "structuredContent": json.loads(text)},
     }
     assert json.loads(line) == {**direct, "note": other}
-    assert splices.apply(line) == line  # each fragment is used once
+    assert _spliced(splices, line) == line  # each fragment is used once
 
 
 def test_splices_leave_lookalike_text_alone_and_keep_few_pending() -> None:
@@ -250,9 +250,9 @@ def test_splices_leave_lookalike_text_alone_and_keep_few_pending() -> None:
     marker = splices.fragment(b'{"x":1}')
     assert marker != lookalike
     line = to_json({"a": lookalike, "b": marker})
-    assert json.loads(splices.apply(line)) == {"a": lookalike, "b": {"x": 1}}
+    assert json.loads(_spliced(splices, line)) == {"a": lookalike, "b": {"x": 1}}
     markers = [splices.fragment(b"1") for _ in range(MAX_PENDING_SPLICES + 3)]
-    kept = json.loads(splices.apply(to_json(markers)))
+    kept = json.loads(_spliced(splices, to_json(markers)))
     assert kept[:3] == markers[:3] and kept[3:] == [1] * MAX_PENDING_SPLICES
 
 
@@ -291,3 +291,8 @@ def test_a_damaged_stored_state_is_a_tool_error_over_stdio_never_a_broken_line(t
         ],
         "isError": True,
     }
+
+
+def _spliced(splices: Any, line: bytes) -> bytes:
+    """The line as InlineStdout writes it: its pieces one after the other."""
+    return b"".join(splices.pieces(line))

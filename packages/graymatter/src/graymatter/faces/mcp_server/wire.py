@@ -59,7 +59,7 @@ class Splices:
         self._pending: OrderedDict[bytes, bytes] = OrderedDict()
 
     def fragment(self, data: bytes) -> str:
-        """The placeholder string that :meth:`apply` replaces (quotes included) with ``data``."""
+        """The placeholder string that :meth:`pieces` replaces (quotes included) with ``data``."""
         from pydantic_core import to_json
 
         self._count += 1
@@ -69,12 +69,9 @@ class Splices:
             self._pending.popitem(last=False)
         return marker
 
-    def apply(self, line: bytes) -> bytes:
-        """``line`` with the placeholders it holds replaced by their fragments (each used once)."""
-        return b"".join(self.pieces(line))
-
     def pieces(self, line: bytes) -> list[bytes]:
-        """:meth:`apply` as the pieces to write one after the other (no copy of a large fragment)."""
+        """``line`` with the placeholders it holds replaced by their fragments (each used once), as the
+        pieces to write one after the other (no copy of a large fragment)."""
         found = sorted((line.find(needle), needle) for needle in self._pending if needle in line)
         pieces: list[bytes] = []
         start = 0
