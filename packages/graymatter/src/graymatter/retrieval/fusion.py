@@ -277,8 +277,9 @@ def semantic_rescore(
     each fact's cosine stands out from the mean of the 10th-30th nearest, in ``VECTOR_SEPARATION`` units
     (0 below it, for facts that are not neighbours, and with fewer than 11 neighbours: no profile).
 
-    Only keyword matches are re-scored; the order among them is unchanged when ``weight`` is 0."""
-    if not keyword_score:
+    Only keyword matches are re-scored. With ``weight`` 0 the scores are returned as they are: rescaling
+    alone could round two scores a unit in the last place apart into a tie and so change their order."""
+    if not keyword_score or weight <= 0:
         return dict(keyword_score)
     best = max(keyword_score.values())
     scale = 1.0 / best if best > 0 else 1.0
