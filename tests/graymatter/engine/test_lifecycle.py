@@ -131,6 +131,21 @@ def test_extra_triggers_are_dropped_not_queued(make_memory: Callable[..., Memory
     assert len(summariser.calls) == 1
 
 
+def test_background_cycles_reuse_their_workers_and_connections(make_memory: Callable[..., Memory]) -> None:
+    memory = make_memory(config=MemoryConfig(consolidate_threshold=1, max_async_consolidations=2))
+    for i in range(30):  # every write triggers a cycle
+        memory.remember_many("a" if i % 2 else "b", [f"fact {i}"])
+        memory.wait_for_background()
+    workers = list(memory._background._workers)
+    assert 1 <= len(workers) <= 2 and all(w.is_alive() for w in workers)  # not one thread per cycle
+    assert len(memory.store._connections) <= 1 + len(workers)  # this thread's and one per worker, kept
+    assert memory.store.bump_write_counter("a") == 1  # each cycle reset the counter when it started
+    memory.close()
+    for worker in workers:
+        worker.join(5)
+    assert not any(w.is_alive() for w in workers)  # closing lets them exit
+
+
 @pytest.mark.parametrize("provider", ["ollama", "openai", "anthropic"])
 def test_llm_summarisation_over_http(
     provider: str, provider_stub: EmbeddingProviderStub, make_memory: Callable[..., Memory]

@@ -44,7 +44,12 @@ def test_the_fast_copy_is_the_public_copy() -> None:
         id="01ARZ3NDEKTSV4RRFFQ69G5FAV", agent_id="a", text="t", created_at=_T, accessed_at=_T, equivalents=[]
     )
     later = _T + timedelta(microseconds=3)
-    fast = memory_core._copy_fact_fast(first, "01ARZ3NDEKTSV4RRFFQ69G5FAW", "u", later)
-    public = memory_core._copy_fact(first, "01ARZ3NDEKTSV4RRFFQ69G5FAW", "u", later)
-    assert fast == public and fast.model_fields_set == public.model_fields_set
-    assert fast.equivalents is not first.equivalents and first.text == "t"
+    ids, texts = ["01ARZ3NDEKTSV4RRFFQ69G5FAW", "01ARZ3NDEKTSV4RRFFQ69G5FAX"], ["u", "v"]
+    moments = [later, later + timedelta(microseconds=1)]
+    fast = memory_core._copy_facts_fast(first, ids, texts, moments)
+    public = memory_core._copy_facts(first, ids, texts, moments)
+    assert fast == public and [f.model_fields_set for f in fast] == [f.model_fields_set for f in public]
+    assert [list(f.__dict__) for f in fast] == [list(f.__dict__) for f in public]  # same field order
+    assert fast[0].equivalents is not first.equivalents and fast[0].equivalents is not fast[1].equivalents
+    assert fast[0].model_fields_set is not fast[1].model_fields_set and first.text == "t"
+    assert memory_core._siblings() is memory_core._copy_facts_fast  # this pydantic takes the fast path

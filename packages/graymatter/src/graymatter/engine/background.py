@@ -1,10 +1,12 @@
-"""Background consolidation threads: one cycle per namespace at a time, a bounded number at once."""
+"""Background consolidation workers: one cycle per namespace at a time, a bounded number at once."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import queue
 import threading
+import time
 from collections.abc import Callable
 
 from graymatter.errors import GraymatterError
@@ -13,12 +15,17 @@ from graymatter.store.base import Store
 
 log = logging.getLogger("graymatter")
 
+_STOP = ""
+"""What a worker reads as "exit" (an agent id is never empty)."""
+
 
 class BackgroundConsolidator:
-    """Starts consolidation cycles in daemon threads and waits for them on close.
+    """Runs consolidation cycles on long-lived daemon worker threads and waits for them on close.
 
-    ``run_cycle(agent_id)`` performs one cycle; its failures are recorded in ``last_error`` and passed to
-    ``on_error`` (or logged when there is none).
+    At most ``max_running`` workers exist, started when first needed and kept: each keeps its store
+    connection, so a cycle costs neither a thread start nor a connection opened (and never closed until
+    the store closes) as one thread per cycle did. ``run_cycle(agent_id)`` performs one cycle; its
+    failures are recorded in ``last_error`` and passed to ``on_error`` (or logged when there is none).
     """
 
     def __init__(
@@ -32,10 +39,13 @@ class BackgroundConsolidator:
         self._run_cycle = run_cycle
         self._on_error = on_error
         self._closed = False
-        self._threads: list[threading.Thread] = []
+        self._max_running = max_running
+        self._workers: list[threading.Thread] = []
+        self._idle = 0
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)
         self._inflight: set[str] = set()
-        self._slots = threading.BoundedSemaphore(max_running)
+        self._queue: queue.SimpleQueue[str] = queue.SimpleQueue()
         self.last_error: str | None = None
         """The latest background failure (``"summariser: ..."`` for a summariser error), else ``None``."""
 
@@ -44,17 +54,30 @@ class BackgroundConsolidator:
         with self._lock:
             if self._closed or agent_id in self._inflight:
                 return  # one cycle per namespace at a time in this process
-            if not self._slots.acquire(blocking=False):
+            if len(self._inflight) >= self._max_running:
                 return  # at most max_running cycles at once; extra triggers are dropped
             self._inflight.add(agent_id)
+            spawn = self._idle == 0
+            self._idle -= 0 if spawn else 1
         with contextlib.suppress(GraymatterError):
             self._store.reset_write_counter(agent_id)  # writes during the cycle count towards the next one
-        thread = threading.Thread(
-            target=self._run, args=(agent_id,), name=f"graymatter-consolidate-{agent_id[:32]}", daemon=True
-        )
-        with self._lock:
-            self._threads.append(thread)
-        thread.start()
+        if spawn:
+            worker = threading.Thread(target=self._work, name="graymatter-consolidate", daemon=True)
+            with self._lock:
+                self._workers.append(worker)
+            worker.start()
+        self._queue.put(agent_id)
+
+    def _work(self) -> None:
+        """A worker: run the cycles handed to it until told to stop."""
+        while (agent_id := self._queue.get()) != _STOP:
+            try:
+                self._run(agent_id)
+            finally:
+                with self._lock:
+                    self._inflight.discard(agent_id)
+                    self._idle += 1
+                    self._done.notify_all()
 
     def _run(self, agent_id: str) -> None:
         try:
@@ -67,22 +90,23 @@ class BackgroundConsolidator:
                 self._on_error(agent_id, exc)
             else:
                 log.warning("background consolidation of %r failed: %s", agent_id, exc)
-        finally:
-            self._slots.release()
-            with self._lock:
-                self._inflight.discard(agent_id)
-                with contextlib.suppress(ValueError):
-                    self._threads.remove(threading.current_thread())
 
     def wait(self, timeout_s: float) -> None:
-        """Join the running cycles, each for at most ``timeout_s``."""
+        """Block until no cycle is running, for at most ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
         with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
-            thread.join(timeout_s)
+            while self._inflight and (left := deadline - time.monotonic()) > 0:
+                self._done.wait(left)
 
     def close(self, timeout_s: float) -> None:
-        """Accept no new cycles, then wait for the running ones."""
+        """Accept no new cycles, wait for the running ones, then let the workers exit."""
         with self._lock:
             self._closed = True
         self.wait(timeout_s)
+        with self._lock:
+            workers = list(self._workers)
+        for _ in workers:
+            self._queue.put(_STOP)
+        for worker in workers:
+            if not self._inflight:
+                worker.join(1.0)

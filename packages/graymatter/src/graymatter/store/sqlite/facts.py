@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -79,15 +80,17 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
     default: no equivalents, never accessed, full weight, live, unpinned, no vector), else ``None``."""
     provenances = _provenances(facts)
     rows: list[tuple[Any, ...]] = []
+    append, micros, digest = rows.append, to_micros, hashlib.blake2b
     for f in facts:
         if f.kind != "fact" or f.equivalents or f.access_count or f.weight != 1.0:
             return None
         if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
             return None
-        created = to_micros(f.created_at)
-        accessed = created if f.accessed_at is f.created_at else to_micros(f.accessed_at)
-        rows.append((f.id, f.agent_id, f.text, created, accessed, f.confidence, provenances[id(f.provenance)],
-                     text_hash(f.text)))  # fmt: skip
+        created = micros(f.created_at)
+        accessed = created if f.accessed_at is f.created_at else micros(f.accessed_at)
+        key = digest(f.text.encode("utf-8", "surrogatepass"), digest_size=8).digest()  # text_hash(), inlined
+        append((f.id, f.agent_id, f.text, created, accessed, f.confidence, provenances[id(f.provenance)],
+                int.from_bytes(key, "big", signed=True)))  # fmt: skip
     return rows
 
 

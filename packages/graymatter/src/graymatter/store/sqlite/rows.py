@@ -24,9 +24,7 @@ _FACT_FIELDS = frozenset(Fact.model_fields)
 
 def to_micros(moment: datetime) -> int:
     """Datetime -> integer microseconds since the epoch (UTC)."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - _EPOCH
+    delta = (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)) - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
