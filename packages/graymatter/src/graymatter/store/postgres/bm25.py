@@ -34,27 +34,62 @@ _WORD_PART = (
 )
 
 
-def word_cte(count: int) -> str:
-    """``WITH n, d, q, hits``: the best facts for ``count`` query stems (parameters: :func:`word_params`).
+MAX_SCORED_POSTINGS_DEFAULT = 5_000
+"""The most postings one word search scores, as in the SQLite store (``store/sqlite/search.py``): when the
+query's stems are in more facts than this (their document frequencies summed), the newest facts are searched
+first, a window of ``seq`` (insertion order, as SQLite's rowids) holding the newest ``MAX / postings`` share
+of the store, entered by fact id (the postings' key after term and namespace, so the scan reads only the
+window). BM25 keeps the whole index's statistics, so a fact in the window scores as in a full search; a
+window holding fewer than the asked number of the namespace's matches gives way to the full search in the
+same statement."""
 
-    A fact's score adds its parts in query-term order, as FTS5 and an ordered ``sum`` do, but each part is
-    its own filtered aggregate (one posting per fact and term), folded from 0 (adding +0.0 to a positive
-    float is exact): the planner may hash-aggregate, where an ordered sum sorts every posting."""
+_WINDOW_CTE = (
+    " w AS (SELECT CASE WHEN t.postings > %s THEN (SELECT f.id FROM gm_facts f WHERE f.seq >"
+    " floor((1::float8 - %s::float8 / t.postings::float8) * (SELECT max(seq) FROM gm_facts)::float8)::bigint"
+    " ORDER BY f.seq LIMIT 1) END AS cutoff"
+    " FROM (SELECT sum(d.df) AS postings FROM q JOIN d ON d.term = q.stem) AS t),"
+)
+"""The window's first fact id (``NULL``: no window), from the statistics the statement reads."""
+
+
+def _word_body(count: int, floor: str) -> str:
+    """The best ``LIMIT`` facts of the postings of the ``q`` stems (``floor``: the window's condition)."""
+    if count == 1:  # one posting per fact: its part is the score (0 + x and a one-value sum are x)
+        return (
+            f"SELECT p.fact_id, {_WORD_PART} AS s, p.created_at AS created, p.confidence"
+            f" FROM q JOIN gm_postings p ON p.term = q.stem WHERE p.agent_id = ANY(%s){{confidence}}{floor}"
+            " ORDER BY s DESC, created, p.fact_id LIMIT %s"
+        )
     fold = "0::float8"
     for i in range(1, count + 1):
         fold = f"({fold} + coalesce(sum({_WORD_PART}) FILTER (WHERE q.i = {i}), 0::float8))"
     return (
+        f"SELECT p.fact_id, {fold} AS s, min(p.created_at) AS created, min(p.confidence) AS confidence"
+        f" FROM q JOIN gm_postings p ON p.term = q.stem WHERE p.agent_id = ANY(%s){{confidence}}{floor}"
+        " GROUP BY p.fact_id ORDER BY s DESC, created, p.fact_id LIMIT %s"
+    )
+
+
+def word_cte(count: int) -> str:
+    """``WITH n, d, q, w, near, hits``: the best facts for ``count`` query stems (parameters:
+    :func:`word_params`), searched in the posting window first (:data:`MAX_SCORED_POSTINGS_DEFAULT`).
+
+    A fact's score adds its parts in query-term order, as FTS5 and an ordered ``sum`` do, but each part is
+    its own filtered aggregate (one posting per fact and term), folded from 0 (adding +0.0 to a positive
+    float is exact): the planner may hash-aggregate, where an ordered sum sorts every posting. The full
+    search runs only when the window is set and too thin (a one-time filter: otherwise never executed)."""
+    return (
         f"WITH {_CORPUS_CTE},"
         " d AS (SELECT term, sum(df)::bigint AS df FROM gm_terms WHERE term = ANY(%s) GROUP BY term),"
-        f" q AS (SELECT u.stem, u.i, {_IDF_SQL} AS idf,"
+        f" q AS MATERIALIZED (SELECT u.stem, u.i, {_IDF_SQL} AS idf,"
         " CASE WHEN n.tokens = 0 THEN 1::float8 ELSE n.tokens::float8 / n.docs::float8 END AS avgdl"
         " FROM unnest(%s::text[]) WITH ORDINALITY AS u(stem, i) JOIN d ON d.term = u.stem CROSS JOIN n"
-        " WHERE n.docs > 0 AND d.df > 0),"
-        f" hits AS (SELECT p.fact_id, {fold} AS s, min(p.created_at) AS created,"
-        " min(p.confidence) AS confidence"
-        " FROM q JOIN gm_postings p ON p.term = q.stem"
-        " WHERE p.agent_id = ANY(%s){confidence}"
-        " GROUP BY p.fact_id ORDER BY s DESC, created, p.fact_id LIMIT %s)"
+        f" WHERE n.docs > 0 AND d.df > 0),{_WINDOW_CTE}"
+        f" near AS ({_word_body(count, ' AND p.fact_id >= coalesce((SELECT cutoff FROM w), %s)')}),"
+        " hits AS (SELECT * FROM near"
+        " WHERE (SELECT cutoff FROM w) IS NULL OR (SELECT count(*) FROM near) >= %s"
+        f" UNION ALL SELECT * FROM ({_word_body(count, '')}) AS wide"
+        " WHERE (SELECT cutoff FROM w) IS NOT NULL AND (SELECT count(*) FROM near) < %s)"
     )
 
 
@@ -164,11 +199,23 @@ def _stem_frequencies(c: psycopg.Connection[Any], stems: Sequence[str]) -> dict[
 
 
 def word_params(
-    stems: Sequence[str], agent_ids: Sequence[str], limit: int, confidences: Confidences
+    stems: Sequence[str],
+    agent_ids: Sequence[str],
+    limit: int,
+    confidences: Confidences,
+    max_postings: int = MAX_SCORED_POSTINGS_DEFAULT,
 ) -> tuple[str, list[Any]]:
-    """The confidence clause and parameters of :func:`word_cte`."""
-    params: list[Any] = [sorted(set(stems)), list(stems), list(agent_ids)]
-    clause = DIALECT.restrict("p.confidence", confidences, params)
+    """The confidence clause and parameters of :func:`word_cte` (the clause is formatted into both the
+    window's search and the full one)."""
+    params: list[Any] = [sorted(set(stems)), list(stems), max_postings, max_postings]
+    clause = ""
+    for floor in (True, False):
+        params.append(list(agent_ids))
+        clause = DIALECT.restrict("p.confidence", confidences, params)
+        params.extend([""] if floor else [])
+        params.append(limit)
+        if floor:
+            params.append(limit)
     params.append(limit)
     return clause, params
 
@@ -179,9 +226,10 @@ def _word_search(
     agent_ids: Sequence[str],
     limit: int,
     confidences: Confidences,
+    max_postings: int,
 ) -> list[ScoredId]:
     """BM25 of single-word terms, summed in SQL over the covering postings index (one statement)."""
-    clause, params = word_params(stems, agent_ids, limit, confidences)
+    clause, params = word_params(stems, agent_ids, limit, confidences, max_postings)
     rows = fetch(c, (word_cte(len(stems)) + _WORD_SELECT).format(confidence=clause), params)
     return [ScoredId(r[0], float(r[1])) for r in rows]
 
@@ -190,6 +238,8 @@ class PostgresKeywordSearch(PostgresConnections):
     """The full-text half of the PostgreSQL store (mixed into :class:`PostgresStore`)."""
 
     _tokenizer: FtsTokenizer
+    max_scored_postings: int = MAX_SCORED_POSTINGS_DEFAULT
+    """The most postings one word search scores (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
 
     def _term_stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
         analysed = self._tokenizer.analyse(list(terms))
@@ -221,4 +271,6 @@ class PostgresKeywordSearch(PostgresConnections):
             rows = self._read(lambda c: fetch(c, query, params))
             return [ScoredId(r[0], float(r[1])) for r in rows]
         stems = [g[0] for g in groups]
-        return self._read(lambda c: _word_search(c, stems, agent_ids, limit, confidences))
+        return self._read(
+            lambda c: _word_search(c, stems, agent_ids, limit, confidences, self.max_scored_postings)
+        )

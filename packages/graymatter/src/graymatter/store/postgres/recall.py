@@ -4,10 +4,11 @@ The recall pipeline (``retrieval/pipeline.py``) calls the store several times, e
 last: aliases, document frequencies, the keyword search, then the phrase search, the context neighbours,
 the recent facts, their ranking columns and the rows of the winners. On PostgreSQL each call is a round
 trip. Here the keyword search (the third) sends, in one pipeline, the BM25 statement that also returns the
-session neighbours of its best hits and the rows of every fact it names, the search for the phrases the
-query will ask for (adjacent query words, from the document-frequency call), and the newest facts with
-their rows. The later calls are answered from that read when they ask exactly for what it holds, else
-they query as before (for the part it lacks): every answer is the one the database gives.
+session neighbours of its best hits and the rows of every fact it names, and the search for the phrases
+the query will ask for (adjacent query words, from the document-frequency call); the aliases call reads the
+newest facts with their rows when recalls were seen to ask for them. The later calls are answered from
+that read when they ask exactly for what it holds, else they query as before (for the part it lacks):
+every answer is the one the database gives.
 
 What was read is kept per thread, for one recall: it is dropped by the next recall, by any write through
 this store, and after :data:`RECALL_TTL_S`; each row is handed out once.
@@ -15,11 +16,10 @@ this store, and after :data:`RECALL_TTL_S`; each row is handed out once.
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -30,6 +30,18 @@ from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.postgres.bm25 import PostgresKeywordSearch, phrase_parts_query, word_cte, word_params
 from graymatter.store.postgres.connection import fetch
 from graymatter.store.postgres.reads import LENDER_SQL, NEIGHBOUR_IDS_SQL, PostgresFactReads, recent_query
+from graymatter.store.postgres.recall_state import (
+    KEYWORD,
+    NEIGHBOURS,
+    PHRASES,
+    RANKS,
+    RECENT,
+    START,
+    Hints,
+    RecallRead,
+    phrase_hits,
+    speculated_phrases,
+)
 from graymatter.store.postgres.rows import decode_fact, utc
 from graymatter.store.rows import FACT_COLUMNS
 
@@ -62,71 +74,6 @@ _ALIASES_SQL = (
     f"SELECT {FACT_COLUMNS} FROM gm_facts WHERE agent_id = ANY(%s) AND kind = 'alias'"
     " AND superseded_by IS NULL ORDER BY created_at, id"
 )
-
-
-START, KEYWORD, PHRASES, NEIGHBOURS, RECENT, RANKS = range(6)
-"""The order in which the pipeline makes its calls: the read answers the phrase search, the neighbours
-and the newest facts once each, in this order; ranking columns and rows (``RANKS``) at any point."""
-
-
-@dataclass
-class Hints:
-    """The shapes of the pipeline's later calls, as last seen (they follow its configuration)."""
-
-    recent: int = 50
-    confidences: tuple[str, ...] | None = None
-    """The last confidence filter a recall's newest facts were asked with (read ahead too)."""
-    window: int = 2
-    lenders: int = 20
-
-
-@dataclass
-class RecallRead:
-    """What one keyword round trip read, for the calls of the same recall that follow it."""
-
-    scope: tuple[tuple[str, ...], tuple[str, ...] | None, int]
-    generation: int
-    born: float = field(default_factory=time.monotonic)
-    stage: int = START
-    agents: tuple[str, ...] = ()
-    """The namespaces whose newest facts were read (by the aliases call, which opens a recall)."""
-    phrases: list[str] = field(default_factory=list)
-    """The adjacent query-term pairs read ahead; per matching fact, each one's BM25 part."""
-    phrase_parts: list[tuple[str, datetime, dict[int, float]]] = field(default_factory=list)
-    window: int = 0
-    lenders: dict[str, list[str]] = field(default_factory=dict)
-    asked: set[str] = field(default_factory=set)
-    """Facts whose neighbours were read (those not in ``lenders`` cannot lend)."""
-    recent: list[tuple[tuple[str, ...] | None, list[tuple[str, str]]]] | None = None
-    """The newest live facts of ``agents`` (``(id, confidence)``, at most ``recent_limit``), per filter read
-    (``None``: unfiltered)."""
-    recent_limit: int = 0
-    rank: dict[str, tuple[datetime, str]] = field(default_factory=dict)
-    rows: dict[str, Sequence[Any]] = field(default_factory=dict)
-
-
-def speculated_phrases(query_terms: Sequence[str], selected: Sequence[str]) -> list[str]:
-    """The phrases the pipeline searches next: adjacent query terms both selected, distinct, in order."""
-    chosen = set(selected)
-    pairs = [f"{a} {b}" for a, b in itertools.pairwise(query_terms) if a in chosen and b in chosen and a != b]
-    return list(dict.fromkeys(pairs))
-
-
-def phrase_hits(read: RecallRead, phrases: list[str], limit: int) -> list[ScoredId]:
-    """The phrase search for ``phrases`` (some of those read ahead), as ``Store.keyword_search`` ranks it:
-    each fact's parts summed in the order asked (the order SQL sums them), best first, at most ``limit``."""
-    where = {phrase: i for i, phrase in enumerate(read.phrases, start=1)}
-    order = [where[p] for p in phrases]
-    scored = []
-    for fact_id, created, parts in read.phrase_parts:
-        present = [parts[i] for i in order if i in parts]
-        if present:
-            score = present[0]
-            for part in present[1:]:
-                score += part
-            scored.append((-score, created, fact_id))
-    scored.sort()
-    return [ScoredId(fid, -neg) for neg, _, fid in scored[:limit]]
 
 
 class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
@@ -185,11 +132,15 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         read = RecallRead(((), None, 0), self._generation, agents=tuple(agent_ids))
         limit = self._hints.recent
         filters = list(dict.fromkeys([None, self._hints.confidences]))
+        if not self._hints.recent_with_aliases:
+            filters = []
 
         def work(c: psycopg.Connection[Any]) -> list[Any]:
             with c.pipeline():
                 found = c.execute(_ALIASES_SQL, (list(agent_ids),))
                 newest = [c.execute(*recent_query(agent_ids, limit, f, FACT_COLUMNS)) for f in filters]
+            if not filters:
+                return found.fetchall()
             read.recent, read.recent_limit = [], limit
             for labels, cursor in zip(filters, newest, strict=True):
                 rows = cursor.fetchall()
@@ -248,18 +199,29 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         """One round trip: the word search with neighbours and rows, the phrases, the newest facts."""
         agent_ids, confidences, limit = list(read.scope[0]), read.scope[1], read.scope[2]
         hints = self._hints
-        clause, params = word_params(stems, agent_ids, limit, confidences)
+        clause, params = word_params(stems, agent_ids, limit, confidences, self.max_scored_postings)
         lenders = limit  # every hit: the phrase bonus can lift any of them among the lenders
         phrase_groups = [g for g in (self._term_stems([p])[p] for p in phrases) if len(g) > 1]
         found = None
-        with c.pipeline():
-            hits = c.execute(
-                (word_cte(len(stems)) + _HITS_TAIL).format(confidence=clause),
-                [*params, hints.window, hints.window, lenders],
-            )
-            if phrases and len(phrase_groups) == len(phrases):
-                query, phrase_params = phrase_parts_query(phrase_groups, agent_ids, confidences)
-                found = c.execute(query, phrase_params)
+        # Once psycopg has prepared the word statement (its fifth run on a connection), it runs on its generic
+        # plan: planning its CTEs costs about as much as running them on 100k facts, the plan does not depend
+        # on the values, and PostgreSQL's default re-plans every run (the generic estimate looks costlier).
+        # Session settings in the same pipeline (a transaction would add round trips), reset on any failure.
+        try:
+            with c.pipeline():
+                c.execute("SET plan_cache_mode = force_generic_plan")
+                hits = c.execute(
+                    (word_cte(len(stems)) + _HITS_TAIL).format(confidence=clause),
+                    [*params, hints.window, hints.window, lenders],
+                )
+                c.execute("RESET plan_cache_mode")
+                if phrases and len(phrase_groups) == len(phrases):
+                    query, phrase_params = phrase_parts_query(phrase_groups, agent_ids, confidences)
+                    found = c.execute(query, phrase_params)
+        except BaseException:
+            with contextlib.suppress(psycopg.Error):
+                c.execute("RESET plan_cache_mode")
+            raise
         ranked = self._take_hits(read, hits.fetchall(), hints.window, lenders)
         if found is not None:
             read.phrases = phrases
@@ -318,6 +280,8 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
             if confidences is not None:
                 self._hints.confidences = tuple(confidences)
         read = self._recall_read(RECENT)
+        if read is not None and read.recent is None and read.agents == tuple(agent_ids):
+            self._hints.recent_with_aliases = True  # the next such recall reads them with its aliases
         if read is not None and read.recent is not None and read.agents == tuple(agent_ids) and limit > 0:
             allowed = None if confidences is None else set(confidences)
             for labels, newest in read.recent:
@@ -365,3 +329,38 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
             more = self._inner(lambda: plain(missing))
             found.update((f.id, f) for f in more)
         return [found[fid] for fid in ids if fid in found]
+
+    def keyword_search_ranked(
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
+    ) -> tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]]:
+        """:meth:`keyword_search`, and the ``rank_info`` and texts of its hits from the rows its round trip
+        read (a hit whose row was not read has its ranking columns only, or nothing)."""
+        hits = self.keyword_search(agent_ids, terms, limit, confidences)
+        read = self._valid_read()
+        ranks: dict[str, tuple[datetime, str]] = {}
+        texts: dict[str, str] = {}
+        if read is None:
+            return hits, ranks, texts
+        for hit in hits:
+            row = read.rows.get(hit.fact_id)
+            if row is not None:
+                ranks[hit.fact_id] = (utc(row[5]), row[12])  # type: ignore[assignment]
+                texts[hit.fact_id] = row[2]
+            elif (info := read.rank.get(hit.fact_id)) is not None:
+                ranks[hit.fact_id] = info
+        return hits, ranks, texts
+
+    def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
+        """The text of each fact among ``fact_ids`` (live or not): from the rows the recall read, the rest in
+        one statement whose live rows join the read (so the facts the recall returns are not read again)."""
+        ids = list(dict.fromkeys(fact_ids))
+        read = self._recall_read(RANKS)
+        known = read.rows if read is not None else {}
+        missing = [fid for fid in ids if fid not in known]
+        rows: dict[str, Sequence[Any]] = {}
+        if missing:
+            query = f"SELECT {FACT_COLUMNS} FROM gm_facts WHERE id = ANY(%s)"
+            rows = {r[0]: r for r in self._inner(lambda: self._read(lambda c: fetch(c, query, (missing,))))}
+            if read is not None:  # only live facts: every row of the read answers ``rank_info`` too
+                read.rows.update((fid, r) for fid, r in rows.items() if r[9] is None and r[3] == "fact")
+        return {fid: str(row[2]) for fid in ids if (row := known.get(fid) or rows.get(fid)) is not None}
