@@ -64,10 +64,10 @@ def test_a_recall_with_evidence_reads_no_newest_facts_and_decodes_only_its_answe
     memory.recall("a", "payment deploy")  # warm: document frequencies remembered
     seen = _statements(memory, lambda: memory.recall("a", "payment deploy", top_k=3))
     assert not [s for s in seen if "ORDER BY created_at DESC" in s]  # the newest facts are not read
-    # Whole rows are read by id once, for the facts it returns (top 3 and fusion's margin of 8), not for the
-    # 40 matches it re-scored: their texts and rank columns came with the matches.
+    # Whole rows are read by id once, for exactly the facts it returns (the top 3: all distinct and live),
+    # not for the 40 matches it re-scored: their texts and rank columns came with the matches.
     by_id = [s for s in seen if s.startswith("SELECT id, agent_id, text") and "WHERE id IN" in s]
-    assert len(by_id) == 1 and by_id[0].count("'01") == 3 + 8
+    assert len(by_id) == 1 and by_id[0].count("'01") == 3
     assert not [s for s in seen if s.startswith("SELECT id, text FROM facts")]
     assert not [s for s in seen if s.startswith("SELECT id, created_at, confidence FROM facts")]
     assert len([s for s in seen if "MATCH" in s]) == 2  # the terms, then the phrase "payment deploy"
@@ -113,3 +113,36 @@ def test_a_full_memory_that_rarely_answers_reads_only_the_wanted_stems(
     assert set(rescore._KNOWN) == set(texts[:4])
     groups = [frozenset({"deploi"}), frozenset({"tuesdai"})]
     assert [coverage(groups, s) for s in first + later] == [1.0] * 8
+
+
+def test_repeated_texts_cost_one_more_read_of_the_next_facts(memory: Memory) -> None:
+    """Facts are loaded ``top_k`` at a time: the next ones are read only when repeated texts (or facts
+    retired meanwhile) leave the first batch short, and the answer is still ``top_k`` distinct texts."""
+    memory.remember_many("a", [f"deploy note {i} about the payment service" for i in range(3)])
+    memory.remember_many("a", [f"deploy note {i} about the payment service" for i in range(3)])  # repeats
+    memory.remember_many("a", [f"payment deploy step {i}" for i in range(6)])
+    memory.recall("a", "payment deploy")  # warm
+    hits: list[list[str]] = []
+    seen = _statements(
+        memory, lambda: hits.append([h.text for h in memory.recall("a", "payment deploy", top_k=4)])
+    )
+    by_id = [s for s in seen if s.startswith("SELECT id, agent_id, text") and "WHERE id IN" in s]
+    assert len(hits[0]) == len(set(hits[0])) == 4
+    assert 1 <= len(by_id) <= 2 and all(s.count("'01") <= 4 for s in by_id)
+
+
+def test_the_keyword_scores_are_the_keyword_search(memory: Memory) -> None:
+    """``keyword_scores_ranked`` (pairs, what a recall reads) answers exactly as ``keyword_search_ranked``."""
+    memory.remember_many("a", [f"deploy note {i} about the payment service {i % 7}" for i in range(60)])
+    memory.remember_many("b", [f"payment {i}" for i in range(10)])
+    store = memory.store
+    for terms, agents, confidences in (
+        (["payment", "deploy"], ["a"], None),
+        (["payment"], ["a", "b"], ["inferred"]),
+        (["payment deploy"], ["b"], None),
+        (["nothing"], ["a"], None),
+    ):
+        hits, ranks, texts = store.keyword_search_ranked(agents, terms, 20, confidences)  # type: ignore[attr-defined]
+        pairs, ranks2, texts2 = store.keyword_scores_ranked(agents, terms, 20, confidences)  # type: ignore[attr-defined]
+        assert [(h.fact_id, h.score) for h in hits] == pairs
+        assert ranks == ranks2 and texts == texts2

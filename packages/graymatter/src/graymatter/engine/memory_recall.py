@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Unpack
+from collections.abc import Callable, Sequence
+from typing import Any, Unpack
 
 from graymatter import validation as check
 from graymatter.constants import SHARED_AGENT_ID, Confidence
@@ -23,6 +23,49 @@ from graymatter.models import (
 from graymatter.retrieval.pipeline import RecallOutcome, RecallRequest, run_recall
 
 log = logging.getLogger("graymatter")
+
+_HIT_FIELDS = frozenset(RecallHit.model_fields)
+
+
+def _hit_fast(fields: dict[str, Any]) -> RecallHit:
+    """``RecallHit.model_construct`` for the complete fields ``hit_fields`` gives, without its per-field
+    default handling (a recall builds one per result)."""
+    hit = RecallHit.__new__(RecallHit)
+    object.__setattr__(hit, "__dict__", fields)
+    object.__setattr__(hit, "__pydantic_fields_set__", set(_HIT_FIELDS))
+    object.__setattr__(hit, "__pydantic_extra__", None)
+    object.__setattr__(hit, "__pydantic_private__", None)
+    return hit
+
+
+def _hit_public(fields: dict[str, Any]) -> RecallHit:
+    return RecallHit.model_construct(**fields)
+
+
+def _pick_hit_constructor() -> Callable[[dict[str, Any]], RecallHit]:
+    """The fast constructor only if it is indistinguishable from ``model_construct`` here."""
+    sample: dict[str, Any] = {
+        "id": "01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        "agent_id": "a",
+        "text": "t",
+        "score": 0.5,
+        "created_at": utcnow(),
+        "accessed_at": utcnow(),
+        "weight": 1.0,
+        "confidence": "inferred",
+        "pinned": False,
+        "relevance": None,
+    }
+    try:
+        fast, slow = _hit_fast(dict(sample)), _hit_public(dict(sample))
+        if fast == slow and fast.model_fields_set == slow.model_fields_set and set(sample) == _HIT_FIELDS:
+            return _hit_fast
+    except Exception:  # a future pydantic changed its internals: the public API
+        pass
+    return _hit_public
+
+
+_hit = _pick_hit_constructor()
 
 
 class RecallMethods(MemoryCore):
@@ -94,10 +137,8 @@ class RecallMethods(MemoryCore):
         )
         request = self._request(agent_id, query, top_k, options)
         outcome = self._run(request)
-        return [
-            RecallHit.model_construct(**hit_fields(item, outcome.relevance.get(item.candidate.fact.id)))
-            for item in outcome.results
-        ]
+        relevance = outcome.relevance
+        return [_hit(hit_fields(item, relevance.get(item.candidate.fact.id))) for item in outcome.results]
 
     def recall_shared(
         self, query: str, top_k: int | None = None, **options: Unpack[RecallOptions]

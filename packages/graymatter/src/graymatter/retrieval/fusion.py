@@ -28,6 +28,7 @@ distinct texts are found: a recall decodes about ``top_k`` facts instead of its 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -116,9 +117,10 @@ def fuse(
     return unique[:top_k]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Scored:
-    """A candidate's ranks and scores before its fact is loaded."""
+    """A candidate's ranks and scores before its fact is loaded (not frozen: one is built per candidate of
+    every recall, and a frozen dataclass costs five times as much to build)."""
 
     fact_id: str
     created_at: datetime
@@ -140,18 +142,33 @@ def order(
 ) -> list[Scored]:
     """Score every candidate (``ranks``: id -> keyword, vector, recency rank; ``info``: id -> created_at,
     confidence) and return them in the total order. Zero fused scores are dropped."""
-    scored: list[Scored] = []
+    # rrf_score and confidence_factor inlined (the same operations in the same order, so the same floats):
+    # this loop runs once per candidate of every recall.
+    wk, wv, wr = weights.keyword, weights.vector, weights.recency
+    factors = {label: confidence_factor(label, confidence_weight) for label in CONFIDENCE_LEVELS}
+    keyed: list[tuple[float, datetime, str, Scored]] = []
     for fact_id, (keyword_rank, vector_rank, recency_rank) in ranks.items():
-        base = rrf_score(keyword_rank, vector_rank, recency_rank, weights, k)
+        base = 0.0
+        if keyword_rank > 0:
+            base += wk / (k + keyword_rank)
+        if vector_rank > 0:
+            base += wv / (k + vector_rank)
+        if recency_rank > 0:
+            base += wr / (k + recency_rank)
         if base <= 0.0:
             continue
         created_at, confidence = info[fact_id]
-        factor = confidence_factor(confidence, confidence_weight)
-        scored.append(
-            Scored(fact_id, created_at, keyword_rank, vector_rank, recency_rank, base, factor, base * factor)
-        )
-    scored.sort(key=lambda item: (-item.final_score, item.created_at, item.fact_id))
-    return scored
+        factor = factors.get(confidence)
+        if factor is None:
+            factor = confidence_factor(confidence, confidence_weight)
+        final = base * factor
+        item = Scored(fact_id, created_at, keyword_rank, vector_rank, recency_rank, base, factor, final)
+        keyed.append((-final, created_at, fact_id, item))
+    keyed.sort(key=_KEY)  # (score, created_at, id) is unique: never compares the items
+    return [entry[3] for entry in keyed]
+
+
+_KEY = operator.itemgetter(0, 1, 2)
 
 
 def select(
@@ -202,25 +219,40 @@ def evidence_order(
     Inside a tier, facts written within ``resolution_s`` of each other keep their score order, and an
     older group follows a newer one. Tiers never mix, so a stronger match always stays ahead.
     """
-    ordered = sorted(scores, key=lambda fid: (-scores[fid], created[fid], fid))
+    keyed = sorted([(-score, created[fid], fid) for fid, score in scores.items()])  # ids are unique
+    ordered = [fid for _, _, fid in keyed]
     if not newest_first or near_tie <= 0:
         return ordered
-    tiers: list[list[str]] = []
-    for fid in ordered:
-        if not tiers or scores[fid] < (1.0 - near_tie) * scores[tiers[-1][0]]:
-            tiers.append([])
-        tiers[-1].append(fid)
     out: list[str] = []
-    for tier in tiers:
-        group: dict[str, int] = {}
-        newest: float | None = None
-        for fid in sorted(tier, key=lambda f: -created[f].timestamp()):
-            moment = created[fid].timestamp()
-            if newest is None or newest - moment > resolution_s:
-                newest = moment
-            group[fid] = -int(newest * 1000)
-        out.extend(sorted(tier, key=lambda f: group[f]))  # stable: score order inside a group
+    count = len(ordered)
+    start = 0
+    while start < count:
+        floor = (1.0 - near_tie) * scores[ordered[start]]
+        end = start + 1
+        while end < count and not scores[ordered[end]] < floor:
+            end += 1
+        if end - start == 1:  # most tiers hold one match: nothing to order
+            out.append(ordered[start])
+        else:
+            out.extend(_newest_groups_first(ordered[start:end], created, resolution_s))
+        start = end
     return out
+
+
+def _newest_groups_first(tier: list[str], created: Mapping[str, datetime], resolution_s: float) -> list[str]:
+    """One tier of :func:`evidence_order`: facts written within ``resolution_s`` of each other keep their
+    score order, and an older group follows a newer one."""
+    group: dict[str, int] = {}
+    newest: float | None = None
+    stamps = {fid: created[fid].timestamp() for fid in tier}
+    if max(stamps.values()) - min(stamps.values()) <= resolution_s:
+        return tier  # one group: the score order stands
+    for fid in sorted(tier, key=stamps.__getitem__, reverse=True):  # reverse keeps ties in order
+        moment = stamps[fid]
+        if newest is None or newest - moment > resolution_s:
+            newest = moment
+        group[fid] = -int(newest * 1000)
+    return sorted(tier, key=group.__getitem__)  # stable: score order inside a group
 
 
 VECTOR_SEPARATION = 0.25

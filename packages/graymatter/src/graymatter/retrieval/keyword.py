@@ -24,6 +24,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from graymatter.retrieval.query import tokenize
 from graymatter.store.base import Store
@@ -86,16 +87,17 @@ def keyword_evidence(
     evidence = KeywordEvidence()
     if not terms:
         return evidence
-    for hit in store.keyword_search(agent_ids, terms, limit, confidences):
-        evidence.own[hit.fact_id] = hit.score
-        evidence.sources[hit.fact_id] = "match"
-    if not evidence.own:
+    own, sources = evidence.own, evidence.sources
+    for fid, score in _scores(store, agent_ids, terms, limit, confidences):
+        own[fid] = score
+        sources[fid] = "match"
+    if not own:
         return evidence
     phrases = phrase_terms(query, terms) if phrase_weight > 0 else []
     if phrases:
-        for hit in store.keyword_search(agent_ids, phrases, limit, confidences):
-            evidence.own[hit.fact_id] = evidence.own.get(hit.fact_id, 0.0) + phrase_weight * hit.score
-            evidence.sources.setdefault(hit.fact_id, "phrase")
+        for fid, score in _scores(store, agent_ids, phrases, limit, confidences):
+            own[fid] = own.get(fid, 0.0) + phrase_weight * score
+            sources.setdefault(fid, "phrase")
     if context_weight <= 0 or context_window <= 0 or context_sources <= 0:
         return evidence
     # Stable sort: equal scores keep BM25 order (the backend's total order).
@@ -107,6 +109,21 @@ def keyword_evidence(
     for offers in evidence.loans.values():
         offers.sort(key=lambda offer: -offer[0])  # stable: equal loans keep lender order
     return evidence
+
+
+def _scores(
+    store: Store,
+    agent_ids: Sequence[str],
+    terms: Sequence[str],
+    limit: int,
+    confidences: Sequence[str] | None,
+) -> list[tuple[str, float]]:
+    """``store.keyword_search`` as ``(id, score)`` pairs (``keyword_scores`` when the store has it: the
+    recall's reads build no object per hit)."""
+    light = getattr(store, "keyword_scores", None)
+    if light is not None:
+        return cast(list[tuple[str, float]], light(agent_ids, terms, limit, confidences))
+    return [(hit.fact_id, hit.score) for hit in store.keyword_search(agent_ids, terms, limit, confidences)]
 
 
 def combine(
@@ -133,7 +150,8 @@ def combine(
                 scores[borrower] = scores.get(borrower, 0.0) + loan
                 origin.setdefault(borrower, ("context", lender))
                 break
-    if len(scores) > limit:
-        # Borrowers joined the pool: keep it at ``limit`` candidates (stable: ties keep insertion order).
-        scores = dict(sorted(scores.items(), key=lambda item: -item[1])[:limit])
+    if len(scores) <= limit:
+        return scores, origin  # the same keys in the same order
+    # Borrowers joined the pool: keep it at ``limit`` candidates (stable: ties keep insertion order).
+    scores = dict(sorted(scores.items(), key=lambda item: -item[1])[:limit])
     return scores, {fid: origin[fid] for fid in scores}

@@ -201,7 +201,10 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     info = {fid: row for fid, row in info.items() if fid in members}
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
     load = _fact_loader(store, allowed)
-    results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance)
+    # Facts are loaded ``top_k`` at a time: a recall whose best ``top_k`` are distinct live facts decodes
+    # exactly those (select walks on, one more read per batch, past repeated texts or retired facts).
+    batch = request.top_k
+    results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance, batch=batch)
     sources = {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources}
     return RecallOutcome(
         results,
@@ -281,18 +284,21 @@ def _signal_ranks(
     # With a relevance signal, recency casts no vote: it orders equally strong keyword matches, newest
     # first (fusion.evidence_order), so it never outvotes evidence. Without one (empty query, recency-only
     # weights) it ranks the recent timeline exactly: the sliding window.
-    timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent}
     created = {fid: row[0] for fid, row in info.items() if fid in members}
     evidence = {fid: keyword_score[fid] for fid in keyword_score if fid in created}
     newest_first = request.weights.recency > 0  # recency orders equally strong matches (see fusion)
     keyword_order = evidence_order(
         evidence, created, newest_first=newest_first, resolution_s=request.recency_resolution_s
     )
-    keyword_rank = {fid: i + 1 for i, fid in enumerate(keyword_order)}
-    vector_rank = {fid: i + 1 for i, fid in enumerate(f for f in vector_ids if f in created)}
-    relevance_ranked = bool(keyword_rank or vector_rank)
-    resolution = request.recency_resolution_s
-    recency_rank = {} if relevance_ranked else recency_ranks(timeline, resolution_s=resolution, exact=True)
+    keyword_rank = {fid: i for i, fid in enumerate(keyword_order, 1)}
+    vector_rank = {fid: i for i, fid in enumerate((f for f in vector_ids if f in created), 1)}
+    if keyword_rank or vector_rank:
+        if not vector_rank:  # keyword-only: one lookup per member
+            return {fid: (keyword_rank.get(fid, 0), 0, 0) for fid in created}, keyword_rank
+        recency_rank: dict[str, int] = {}
+    else:
+        timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent}
+        recency_rank = recency_ranks(timeline, resolution_s=request.recency_resolution_s, exact=True)
     ranks = {
         fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in created
     }

@@ -197,6 +197,8 @@ def normalise(token: str) -> str:
 
     Compatibility decomposition can bring in punctuation ("㈠" is "(一)", "½" is "1⁄2"); only letters and
     digits are kept, so a term never carries a character that FTS5 query syntax would read."""
+    if token.isascii() and token.isalnum():  # the common case: NFKD and the filter change nothing
+        return token.lower()
     folded = unicodedata.normalize("NFKD", token.casefold())
     return "".join(ch for ch in folded if ch.isalnum() and not unicodedata.combining(ch))
 

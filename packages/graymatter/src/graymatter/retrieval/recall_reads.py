@@ -14,6 +14,11 @@ _RankedSearch = Callable[
     tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]],
 ]
 """A store's ``keyword_search_ranked``: the hits, and the ``rank_info`` and text of each, from one read."""
+_RankedScores = Callable[
+    [Sequence[str], Sequence[str], int, Sequence[str] | None],
+    tuple[list[tuple[str, float]], dict[str, tuple[datetime, str]], dict[str, str]],
+]
+"""A store's ``keyword_scores_ranked``: ``keyword_search_ranked`` with ``(id, score)`` pairs."""
 _Texts = Callable[[Sequence[str]], dict[str, str]]
 """A store's ``fact_texts``."""
 
@@ -33,15 +38,29 @@ class RecallReads:
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
     ) -> list[ScoredId]:
-        """``Store.keyword_search``; a store that reads its hits' rank columns and texts in the same
-        statement (``keyword_search_ranked``) answers ``rank_info`` and ``fact_texts`` for them."""
-        ranked = getattr(self._store, "keyword_search_ranked", None)
-        if ranked is None:
-            return self._store.keyword_search(agent_ids, terms, limit, confidences)
-        hits, rows, texts = cast(_RankedSearch, ranked)(agent_ids, terms, limit, confidences)
+        """``Store.keyword_search``, remembering what :meth:`keyword_scores` remembers."""
+        scores = self.keyword_scores(agent_ids, terms, limit, confidences)
+        return [ScoredId(fid, score) for fid, score in scores]
+
+    def keyword_scores(
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
+    ) -> list[tuple[str, float]]:
+        """``Store.keyword_search`` as ``(id, score)`` pairs; a store that reads its hits' rank columns and
+        texts in the same statement (``keyword_scores_ranked``, ``keyword_search_ranked``) answers
+        ``rank_info`` and ``fact_texts`` for them."""
+        light = getattr(self._store, "keyword_scores_ranked", None)
+        if light is not None:
+            scores, rows, texts = cast(_RankedScores, light)(agent_ids, terms, limit, confidences)
+        else:
+            ranked = getattr(self._store, "keyword_search_ranked", None)
+            if ranked is None:
+                hits = self._store.keyword_search(agent_ids, terms, limit, confidences)
+                return [(hit.fact_id, hit.score) for hit in hits]
+            found, rows, texts = cast(_RankedSearch, ranked)(agent_ids, terms, limit, confidences)
+            scores = [(hit.fact_id, hit.score) for hit in found]
         self._ranks.update(rows)
         self._texts.update(texts)
-        return hits
+        return scores
 
     def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
         """Texts by id: those the keyword search read, the rest through the store's ``fact_texts`` (two
@@ -69,7 +88,10 @@ class RecallReads:
     def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
         """``Store.rank_info``, answered from the facts already read where it can be."""
         ids = list(dict.fromkeys(fact_ids))
-        rest = self._store.rank_info([f for f in ids if f not in self._facts and f not in self._ranks])
+        ranks = self._ranks
+        if not self._facts and all(fid in ranks for fid in ids):  # the keyword searches read them all
+            return {fid: ranks[fid] for fid in ids}
+        rest = self._store.rank_info([f for f in ids if f not in self._facts and f not in ranks])
         rest.update(self._ranks)
         out: dict[str, tuple[datetime, str]] = {}
         for fid in ids:

@@ -58,7 +58,7 @@ def coverage(groups: Sequence[frozenset[str]], fact_stems: frozenset[str]) -> fl
     """The share of query word groups with at least one stem in ``fact_stems`` (0 when there are none)."""
     if not groups:
         return 0.0
-    return sum(1 for group in groups if group & fact_stems) / len(groups)
+    return sum([not group.isdisjoint(fact_stems) for group in groups]) / len(groups)
 
 
 def relevance(

@@ -89,7 +89,7 @@ def rescore(
     if not evidence.own or depth <= 0 or (coverage_weight <= 0 and not temporal):
         return evidence
     query_groups = query_word_groups(query, groups)
-    best = sorted(evidence.own, key=lambda fid: -evidence.own[fid])[:depth]
+    best = sorted(evidence.own, key=evidence.own.__getitem__, reverse=True)[:depth]  # stable, as -score
     texts = fact_texts(store, best)
     ids = [fid for fid in best if fid in texts]
     wanted = frozenset().union(*query_groups) | (_time_stems() if temporal else frozenset())
@@ -174,10 +174,14 @@ def stems_among(texts: Sequence[str], wanted: Collection[str], years: bool) -> l
     store, texts rarely seen twice) only the wanted stems come back to Python, a third of the cost."""
     if len(wanted) > MAX_WANTED_STEMS:
         return stems(texts)
-    out: list[frozenset[str] | None] = [
-        frozenset(hit[0]) if hit is not None else _KNOWN.get(text)
-        for hit, text in zip(_TOKENIZER.cached(texts), texts, strict=True)
-    ]
+    out: list[frozenset[str] | None] = [_KNOWN.get(text) for text in texts]
+    unknown = [i for i, hit in enumerate(out) if hit is None]
+    if unknown:
+        for i, hit in zip(unknown, _TOKENIZER.cached([texts[i] for i in unknown]), strict=True):
+            if hit is not None:  # the tokenizer's analysis: every stem, kept as a set while memory is free
+                out[i] = every = frozenset(hit[0])
+                if len(_KNOWN) < KNOWN_ENTRIES:
+                    _KNOWN[texts[i]] = every
     missing = [t for t, hit in zip(texts, out, strict=True) if hit is None]
     whole = len(_KNOWN) < KNOWN_ENTRIES or 2 * _USE[0] >= _USE[1]
     _count(len(texts) - len(missing), len(missing))

@@ -125,6 +125,14 @@ class SQLiteKeywordSearch(SQLiteConnections):
     ) -> tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]]:
         """:meth:`keyword_search`, and the ``rank_info`` and texts of its hits, read in the same statement
         (every row the full-text index holds is a live fact)."""
+        scores, ranks, texts = self.keyword_scores_ranked(agent_ids, terms, limit, confidences)
+        return [ScoredId(fid, score) for fid, score in scores], ranks, texts
+
+    def keyword_scores_ranked(
+        self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
+    ) -> tuple[list[tuple[str, float]], dict[str, tuple[datetime, str]], dict[str, str]]:
+        """:meth:`keyword_search_ranked` with ``(id, score)`` tuples for the hits (what a recall reads of
+        them: no object per hit)."""
         kept = searchable_terms(terms, agent_ids, limit, confidences)
         if not kept:
             return [], {}, {}
@@ -135,9 +143,14 @@ class SQLiteKeywordSearch(SQLiteConnections):
         postings = self._postings(kept)
         share = min(1.0, self.max_scored_postings / postings) if postings else 1.0
         rows = self._read(lambda c: _ranked_matches(c, match, where, filters, limit, share))
-        hits = [ScoredId(row[0], -float(row[1])) for row in rows]
-        ranks = {row[0]: (at_micros(row[2]), row[3]) for row in rows}
-        return hits, ranks, {row[0]: row[4] for row in rows}
+        scores: list[tuple[str, float]] = []
+        ranks: dict[str, tuple[datetime, str]] = {}
+        texts: dict[str, str] = {}
+        for fid, bm25, created, confidence, text in rows:
+            scores.append((fid, -float(bm25)))
+            ranks[fid] = (at_micros(created), confidence)
+            texts[fid] = text
+        return scores, ranks, texts
 
 
 Match = tuple[str, float, int, str, str]
