@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import gc
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+import pytest
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.engine import memory_core
+from graymatter.errors import InvalidInput
 from graymatter.models import Fact
 
 _T = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -53,3 +58,43 @@ def test_the_fast_copy_is_the_public_copy() -> None:
     assert fast[0].equivalents is not first.equivalents and fast[0].equivalents is not fast[1].equivalents
     assert fast[0].model_fields_set is not fast[1].model_fields_set and first.text == "t"
     assert memory_core._siblings() is memory_core._copy_facts_fast  # this pydantic takes the fast path
+
+
+def test_gc_paused_nests_across_threads_and_restores_what_it_found() -> None:
+    assert gc.isenabled()
+    inner_done, outer_may_end = threading.Event(), threading.Event()
+
+    def other_thread() -> None:
+        with memory_core.gc_paused():
+            inner_done.set()
+            outer_may_end.wait(10)
+
+    with memory_core.gc_paused():
+        assert not gc.isenabled()
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        assert inner_done.wait(10)
+    assert not gc.isenabled()  # the other thread's pause is still running
+    outer_may_end.set()
+    worker.join(10)
+    assert gc.isenabled()
+    gc.disable()  # a caller that disabled the collector itself keeps it disabled
+    try:
+        with memory_core.gc_paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_remember_many_and_import_leave_the_collector_as_they_found_it(tmp_path: Path) -> None:
+    with Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None) as memory:
+        memory.remember_many("a", ["one", "two"])
+        assert gc.isenabled()
+        bundle = memory.export().model_dump_json()
+    with Memory(tmp_path / "t", config=MemoryConfig(), embedder=None, summariser=None) as memory:
+        assert memory.import_bundle(bundle).facts_added == 2
+        assert gc.isenabled()
+        with pytest.raises(InvalidInput):
+            memory.import_bundle("{not json")
+        assert gc.isenabled()

@@ -26,6 +26,7 @@ from graymatter.constants import (
 from graymatter.engine.lifecycle import consolidate
 from graymatter.engine.memory_api import ProvenanceArg, RememberOptions
 from graymatter.engine.memory_checkpoints import CheckpointMethods
+from graymatter.engine.memory_core import gc_paused
 from graymatter.engine.memory_recall import RecallMethods
 from graymatter.engine.memory_transfer import TransferMethods
 from graymatter.errors import GraymatterError, InvalidInput, NotFound
@@ -127,9 +128,10 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         clean = [self._text(t) for t in texts]
         prov = _with_session(check.provenance(provenance), check.session(session))
         label = check.confidence(confidence)
-        facts = self._new_facts(agent_id, clean, label, prov)
-        vectors = self._embeddings.embed_batch(clean)
-        self.store.add_facts(facts, vectors, self._embeddings.model_id)
+        with gc_paused():  # many acyclic objects at once (memory_core.gc_paused)
+            facts = self._new_facts(agent_id, clean, label, prov)
+            vectors = self._embeddings.embed_batch(clean)
+            self.store.add_facts(facts, vectors, self._embeddings.model_id)
         self._after_write(agent_id, embedded=vectors[0] is not None if vectors else False, count=len(facts))
         return facts
 

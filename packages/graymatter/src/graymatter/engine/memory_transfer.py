@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from graymatter import validation as check
-from graymatter.engine.memory_core import MemoryCore
+from graymatter.engine.memory_core import MemoryCore, gc_paused
 from graymatter.errors import InvalidInput
 from graymatter.models import ExportBundle, ImportReport, utcnow
 
@@ -29,11 +29,12 @@ class TransferMethods(MemoryCore):
 
     def import_bundle(self, bundle: ExportBundle | dict[str, Any] | str) -> ImportReport:
         """Load an export; records whose ids already exist are skipped (re-importing is a no-op)."""
-        bundle = parse_bundle(bundle)
-        for fact in bundle.facts:
-            self._agent(fact.agent_id)
-            self._text(fact.text)
-        facts_added, facts_skipped = self.store.import_facts(bundle.facts)
+        with gc_paused():  # a model and a dict per record, none cyclic (memory_core.gc_paused)
+            bundle = parse_bundle(bundle)
+            for fact in bundle.facts:
+                self._agent(fact.agent_id)
+                self._text(fact.text)
+            facts_added, facts_skipped = self.store.import_facts(bundle.facts)
         cps_added, cps_skipped = self.store.import_checkpoints(bundle.checkpoints)
         links_added, links_skipped = self.store.import_links(bundle.links)
         if facts_added:

@@ -47,14 +47,19 @@ _SETTLE = "INSERT OR IGNORE INTO facts_text SELECT text_hash, rowid FROM facts W
 
 
 def _provenances(facts: Sequence[Fact]) -> dict[int, str]:
-    """Each distinct provenance object of a batch serialised once, without its default values (``{}`` for
-    a library write, which every reader spells as ``interface`` library)."""
+    """Each distinct provenance of a batch (by value: an imported bundle parses one object per fact)
+    serialised once, by object id, without its default values (``{}`` for a library write, which every
+    reader spells as ``interface`` library)."""
     out: dict[int, str] = {}
+    by_value: dict[tuple[Any, ...], str] = {}
     for fact in facts:
-        if id(fact.provenance) not in out:
-            out[id(fact.provenance)] = fact.provenance.model_dump_json(
-                exclude_none=True, exclude_defaults=True
-            )
+        p = fact.provenance
+        if id(p) not in out:
+            key = tuple(p.__dict__.values())  # every field, in field order
+            text = by_value.get(key)
+            if text is None:
+                text = by_value[key] = p.model_dump_json(exclude_none=True, exclude_defaults=True)
+            out[id(p)] = text
     return out
 
 
@@ -87,7 +92,7 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
         if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
             return None
         created = micros(f.created_at)
-        accessed = created if f.accessed_at is f.created_at else micros(f.accessed_at)
+        accessed = created if f.accessed_at == f.created_at else micros(f.accessed_at)
         key = digest(f.text.encode("utf-8", "surrogatepass"), digest_size=8).digest()  # text_hash(), inlined
         append((f.id, f.agent_id, f.text, created, accessed, f.confidence, provenances[id(f.provenance)],
                 int.from_bytes(key, "big", signed=True)))  # fmt: skip
