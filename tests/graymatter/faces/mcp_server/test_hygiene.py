@@ -129,3 +129,61 @@ def test_stdio_server_logs_an_sdk_traceback_as_one_line() -> None:
     assert _probe_stderr(configure) == [
         "error mcp.shared.jsonrpc_dispatcher: handler for 'x/y' raised [ValueError]"
     ]
+
+
+TRACING_PROBE = """
+import sys
+import anyio
+from mcp import Client
+from opentelemetry import trace
+from graymatter.engine.memory import Memory
+from graymatter.faces.mcp_server.server import build_server
+
+spans = []
+
+class Tracer(trace.NoOpTracer):
+    def start_as_current_span(self, name, *args, **kwargs):
+        spans.append(name)
+        return super().start_as_current_span(name, *args, **kwargs)
+
+class Provider(trace.NoOpTracerProvider):
+    def get_tracer(self, *args, **kwargs):
+        return Tracer()
+
+if sys.argv[2] == "traced":
+    trace.set_tracer_provider(Provider())
+
+from mcp.server._otel import OpenTelemetryMiddleware
+
+async def main():
+    with Memory(sys.argv[1], embedder=None, summariser=None) as memory:
+        server = build_server(memory)
+        chain = server._lowlevel_server.middleware  # the SDK's documented opt-out list
+        print(sum(isinstance(m, OpenTelemetryMiddleware) for m in chain))
+        async with Client(server, mode="legacy") as client:
+            await client.send_ping()
+            await client.call_tool("memory_search", {"agent_id": "a", "query": "deploys"})
+
+anyio.run(main)
+print("|".join(span for span in spans if not span.startswith("MCP send")))  # the client's own spans
+"""
+
+
+SERVER_SPANS = "initialize|notifications/initialized|ping|tools/call memory_search|tools/list"
+
+
+@pytest.mark.parametrize(("mode", "spans"), [("traced", f"1\n{SERVER_SPANS}"), ("untraced", "0")])
+def test_requests_are_traced_exactly_when_a_tracer_provider_is_installed(
+    tmp_path: Path, mode: str, spans: str
+) -> None:
+    """The SDK's per-request span (a no-op without a provider, ~20 µs a request) is kept for a provider
+    installed before the server is built, and dropped otherwise."""
+    done = subprocess.run(
+        [sys.executable, "-c", TRACING_PROBE, str(tmp_path / "s"), mode],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-500:]
+    assert done.stdout.strip() == spans

@@ -1,13 +1,15 @@
-"""MCP over stdio on the SDK's transport and server loop, with a JSON-RPC error for every unreadable line.
+"""MCP over stdio on the SDK's server loop: stdin read and answers written on the loop, every line answered.
 
 The SDK's stdio transport hands a line it cannot parse to the server loop as an exception, which drops it:
 the client then waits for its timeout. Here such a line is answered at once with ``-32700 Parse error``
-(not JSON) or ``-32600 Invalid Request`` (JSON, but no JSON-RPC message), ``id`` null as JSON-RPC 2.0
-says when the id cannot be read (:class:`AnsweringReadStream`). Everything else is the SDK's own transport
-and loop, except that answers are dumped to bytes and written from the event loop instead of a writer task
-and a worker thread (:class:`InlineStdout`) and the tool bodies run on the loop too
-(``run_tools_inline``). The collector is tuned for serving (:func:`tune_collector`). Logging goes to
-stderr, one line per event (the SDK's default is a multi-line rich console).
+(not JSON) or ``-32600 Invalid Request`` (JSON, but no JSON-RPC message, or a line over the reader's
+bound), ``id`` null as JSON-RPC 2.0 says when the id cannot be read (:class:`AnsweringReadStream`). The
+SDK's loop dispatches every request; around it, a stdin pipe is read on the event loop itself
+(:class:`~graymatter.faces.mcp_server.stdin_lines.StdinLines`; a file or ``/dev/null`` goes to the SDK's
+own reader), answers are dumped to bytes and written from the loop instead of a writer task and a worker
+thread (:class:`InlineStdout`) and the tool bodies run on the loop too (``run_tools_inline``). The
+collector is tuned for serving (:func:`tune_collector`). Logging goes to stderr, one line per event (the
+SDK's default is a multi-line rich console).
 """
 
 from __future__ import annotations
@@ -137,22 +139,54 @@ def _claim_stdout() -> tuple[InlineStdout, Callable[[], None] | None]:
 
 
 async def _serve(server: MCPServer) -> None:
-    from mcp.server.stdio import stdio_server
-
+    from graymatter.faces.mcp_server.stdin_lines import waitable
     from graymatter.faces.mcp_server.wire import SPLICES
 
     lowlevel: Any = server._lowlevel_server  # the SDK keeps the loop's server private
     stdout, release = _claim_stdout()
     SPLICES.set(stdout.splices)  # the request tasks started below inherit it
     try:
-        wire: Any = stdout  # duck-typed: the transport only awaits write() and flush()
-        async with stdio_server(stdout=wire) as (read_stream, sdk_write_stream):
-            await sdk_write_stream.aclose()  # answers go to ``stdout`` directly: the SDK's writer task ends
-            await _serve_streams(lowlevel, read_stream, stdout)
+        if waitable(_stdin_fd()):
+            await _serve_pipe(lowlevel, stdout)
+        else:
+            await _serve_sdk_reader(lowlevel, stdout)
     finally:
         stdout.close()
         if release is not None:
             release()
+
+
+def _stdin_fd() -> int:
+    """The descriptor behind ``sys.stdin``, or -1 when there is none."""
+    try:
+        return sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):
+        return -1
+
+
+async def _serve_pipe(lowlevel: Any, stdout: InlineStdout) -> None:
+    """Serve with stdin read on the event loop (:class:`~graymatter.faces.mcp_server.stdin_lines.StdinLines`),
+    claimed as the SDK claims it (fd 0 points at the null device while serving)."""
+    from mcp.server import stdio as sdk_stdio
+
+    from graymatter.faces.mcp_server.stdin_lines import StdinLines
+
+    buffer, release = sdk_stdio._claim_fd(0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion)
+    try:
+        await _serve_streams(lowlevel, StdinLines(buffer.fileno()), stdout)
+    finally:
+        if release is not None:
+            release()
+
+
+async def _serve_sdk_reader(lowlevel: Any, stdout: InlineStdout) -> None:
+    """Serve with the SDK's own stdin reader, for a stdin the loop cannot wait on (a file, /dev/null)."""
+    from mcp.server.stdio import stdio_server
+
+    wire: Any = stdout  # duck-typed: the transport only awaits write() and flush()
+    async with stdio_server(stdout=wire) as (read_stream, sdk_write_stream):
+        await sdk_write_stream.aclose()  # answers go to ``stdout`` directly: the SDK's writer task ends
+        await _serve_streams(lowlevel, read_stream, stdout)
 
 
 class AnsweringReadStream:
