@@ -68,6 +68,24 @@ def test_a_weak_match_names_the_missing_words_and_the_nearby_vocabulary(
     )
 
 
+def test_a_date_the_query_names_is_never_listed_as_a_missing_word(make_memory: Callable[..., Memory]) -> None:
+    """A calendar date is matched through when a fact was written, not through its words: the feedback
+    lists the same words with and without it."""
+    memory = _seeded(make_memory)
+    plain = weak_match_feedback(
+        "production deploy schedule", memory.recall("bot", "production deploy schedule")
+    )
+    for dated_query in ("production deploy schedule in May 2022", "production deploy schedule on 2022-05-03"):
+        dated = weak_match_feedback(dated_query, memory.recall("bot", dated_query))
+        assert dated is not None and plain is not None
+        assert (dated.matched_terms, dated.unmatched_terms, dated.best_relevance) == (
+            ["deploy"],
+            ["production", "schedule"],
+            0.333,
+        )
+        assert dated.message == plain.message
+
+
 def test_nothing_found_is_weak(make_memory: Callable[..., Memory]) -> None:
     memory = _seeded(make_memory)
     assert memory.recall("bot", "release calendar") == []

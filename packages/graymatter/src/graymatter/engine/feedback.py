@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from graymatter.models import RecallFeedback, RecallHit
+from graymatter.retrieval.dates import without_dates
 from graymatter.retrieval.query import query_terms
 from graymatter.retrieval.relevance import stems
 
@@ -24,9 +25,15 @@ MAX_SUGGESTIONS = 5
 
 def is_weak(query: str, hits: Sequence[RecallHit]) -> bool:
     """True when the query has informative words and the best hit's relevance is below the threshold."""
-    if not query_terms(query):
+    if not _words(query):
         return False
     return _best(hits) < WEAK_RELEVANCE
+
+
+def _words(query: str) -> list[str]:
+    """The query's informative words as the relevance counts them: a calendar date it names is matched
+    through when a fact was written (:mod:`graymatter.retrieval.dates`), never listed as a missing word."""
+    return query_terms(without_dates(query))
 
 
 def _best(hits: Sequence[RecallHit]) -> float:
@@ -37,7 +44,7 @@ def weak_match_feedback(query: str, hits: Sequence[RecallHit]) -> RecallFeedback
     """The feedback block for ``hits`` of ``query``, or ``None`` when the match is not weak."""
     if not is_weak(query, hits):
         return None
-    words = query_terms(query)
+    words = _words(query)
     analysed = stems([*words, *(hit.text for hit in hits)])
     word_stems, hit_stems = analysed[: len(words)], analysed[len(words) :]
     found = frozenset().union(*hit_stems) if hit_stems else frozenset()
