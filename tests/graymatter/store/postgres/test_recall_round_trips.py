@@ -165,3 +165,41 @@ def test_a_call_outside_the_recall_ends_what_it_read(
         assert pg.get_facts([hits[0].fact_id])[0].superseded_by == "revised"
     finally:
         other.close()
+
+
+def test_frequencies_unchanged_since_the_recall_began_are_remembered_and_any_write_refreshes_them(
+    stores: tuple[PostgresStore, SQLiteStore], relay: RoundTripRelay
+) -> None:
+    pg, lite = stores
+    other = PostgresStore(relay.dsn, min_size=1, max_size=1)  # another server on the same database
+    try:
+        request = RecallRequest(agent_ids=("a",), query="kubernetes cluster token")
+        for _ in range(6):  # every statement prepared
+            _ranking(pg, request)
+        relay.reset()
+        assert _ranking(pg, request) == _ranking(lite, request)
+        assert relay.count() == 2  # aliases and the index's change count; the keyword read
+        # another server's write makes "kubernetes" far more frequent: the next recall reads the counts
+        rng = random.Random(5)
+        moment = datetime(2026, 6, 1, tzinfo=UTC)
+        burst = [
+            Fact(
+                id=new_ulid(),
+                agent_id="b",
+                text=f"kubernetes {rng.choice(WORDS)}",
+                created_at=moment,
+                accessed_at=moment,
+            )
+            for _ in range(400)
+        ]
+        other.add_facts(burst)
+        lite.add_facts(burst)
+        relay.reset()
+        assert _ranking(pg, request) == _ranking(lite, request)
+        assert relay.count() == 3
+        assert pg.document_frequencies(["kubernetes"]) == lite.document_frequencies(["kubernetes"])
+        relay.reset()
+        assert _ranking(pg, request) == _ranking(lite, request)
+        assert relay.count() == 2
+    finally:
+        other.close()

@@ -1,5 +1,6 @@
 """Schema 4 (positions in the postings, no GIN index, a half-precision vector graph) keeps every fact of a
-schema-3 database and ranks exactly as before, and as SQLite."""
+schema-3 database and ranks exactly as before, and as SQLite; schema 5 counts the full-text changes of every
+writer (also one of the previous version still running), and keeps every fact of a schema-4 database."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from graymatter.ids import new_ulid
 from graymatter.models import Fact, Provenance
 from graymatter.store.postgres import PostgresStore
+from graymatter.store.postgres.schema import SCHEMA_VERSION
 from graymatter.store.sqlite import SQLiteStore
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
@@ -20,7 +22,13 @@ pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
 _VOCABULARY = "slow cooker recipe coconut ice cream deploy tuesday staging database naïve café o'reilly"
 WORDS = _VOCABULARY.split()
 # The schema-3 shape: postings without positions, a GIN index over the tsvectors, a full-precision graph.
+TO_SCHEMA_4 = [  # schema 5: the full-text statistics count their changes
+    "DROP TRIGGER gm_fts_stats_changes ON gm_fts_stats",
+    "DROP FUNCTION gm_fts_stats_count()",
+    "ALTER TABLE gm_fts_stats DROP COLUMN changes",
+]
 TO_SCHEMA_3 = [
+    *TO_SCHEMA_4,
     "ALTER TABLE gm_postings DROP CONSTRAINT gm_postings_pkey",
     "ALTER TABLE gm_postings DROP COLUMN positions",
     "ALTER TABLE gm_postings ADD PRIMARY KEY (term, agent_id, fact_id)"
@@ -74,7 +82,8 @@ def test_schema_3_database_migrates_keeping_every_fact_and_its_ranking(pg_dsn: s
     store = PostgresStore(pg_dsn)  # opening migrates
     try:
         with psycopg.connect(pg_dsn) as conn:
-            assert conn.execute("SELECT value FROM gm_meta WHERE key = 'schema_version'").fetchone() == ("4",)
+            version = conn.execute("SELECT value FROM gm_meta WHERE key = 'schema_version'").fetchone()
+            assert version == (str(SCHEMA_VERSION),)
             assert conn.execute("SELECT count(*) FROM gm_postings").fetchone() == postings
             assert conn.execute("SELECT count(*) FROM gm_postings WHERE positions IS NULL").fetchone() == (0,)
         indexes = _indexes(pg_dsn)
@@ -101,6 +110,40 @@ def test_schema_3_database_migrates_keeping_every_fact_and_its_ranking(pg_dsn: s
         assert [h.fact_id for h in store.keyword_search(["a"], ["slow cooker"], 50)] == [
             h.fact_id for h in lite.keyword_search(["a"], ["slow cooker"], 50)
         ]
+    finally:
+        store.close()
+        lite.close()
+
+
+def _changes(dsn: str) -> int:
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT sum(changes) FROM gm_fts_stats").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_schema_4_database_migrates_and_counts_every_writers_changes(pg_dsn: str, tmp_path: Path) -> None:
+    facts = _facts()
+    old = PostgresStore(pg_dsn)
+    old.add_facts(facts[:200])
+    old.close()
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        for statement in [*TO_SCHEMA_4, "UPDATE gm_meta SET value = '4' WHERE key = 'schema_version'"]:
+            conn.execute(statement)
+    lite = SQLiteStore(tmp_path / "lite")
+    store = PostgresStore(pg_dsn)  # opening migrates
+    try:
+        lite.add_facts(facts[:200])
+        assert store.list_facts(None) == lite.list_facts(None)
+        before = _changes(pg_dsn)
+        store.add_facts(facts[200:250])
+        assert _changes(pg_dsn) == before + 1  # one batch, one update of one statistics row
+        with psycopg.connect(pg_dsn, autocommit=True) as conn:  # what a server of schema 4 writes
+            conn.execute("UPDATE gm_fts_stats SET docs = docs + 1, tokens = tokens + 3 WHERE shard = 5")
+            conn.execute("UPDATE gm_fts_stats SET docs = docs - 1, tokens = tokens - 3 WHERE shard = 5")
+        assert _changes(pg_dsn) == before + 3
+        store.supersede([facts[0].id], "retired")
+        assert _changes(pg_dsn) == before + 4
     finally:
         store.close()
         lite.close()

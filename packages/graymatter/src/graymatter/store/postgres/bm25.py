@@ -189,13 +189,24 @@ def phrase_parts_query(
     return query, params
 
 
-def _stem_frequencies(c: psycopg.Connection[Any], stems: Sequence[str]) -> dict[str, int]:
-    if not stems:
-        return {}
-    rows = fetch(
-        c, "SELECT term, sum(df)::bigint FROM gm_terms WHERE term = ANY(%s) GROUP BY term", (list(stems),)
-    )
-    return {r[0]: int(r[1]) for r in rows}
+DF_MEMORY_STEMS = 50_000
+"""Document frequencies remembered per store (for one count of index changes) before the memory restarts."""
+CHANGES_SQL = "SELECT coalesce(sum(changes), 0)::bigint FROM gm_fts_stats"
+"""How many times the full-text statistics changed (schema 5: a trigger counts every update of their rows,
+which every write of postings makes in its own transaction): equal counts, equal document frequencies."""
+_FREQUENCIES_SQL = (
+    "SELECT s.v, t.term, t.df FROM (SELECT coalesce(sum(changes), 0)::bigint AS v FROM gm_fts_stats) AS s"
+    " LEFT JOIN"
+    " (SELECT term, sum(df)::bigint AS df FROM gm_terms WHERE term = ANY(%s) GROUP BY term) AS t ON true"
+)
+
+
+def _stem_frequencies(c: psycopg.Connection[Any], stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """The index's change count and the stems' document frequencies, read in one snapshot."""
+    rows = fetch(c, _FREQUENCIES_SQL, (list(stems),))
+    found = dict.fromkeys(stems, 0)
+    found.update((r[1], int(r[2])) for r in rows if r[1] is not None)
+    return int(rows[0][0]), found
 
 
 def word_params(
@@ -240,6 +251,8 @@ class PostgresKeywordSearch(PostgresConnections):
     _tokenizer: FtsTokenizer
     max_scored_postings: int = MAX_SCORED_POSTINGS_DEFAULT
     """The most postings one word search scores (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
+    _df_memory: tuple[int, dict[str, int]] | None = None
+    """The index's change count and the document frequencies read at that count."""
 
     def _term_stems(self, terms: Sequence[str]) -> dict[str, list[str]]:
         analysed = self._tokenizer.analyse(list(terms))
@@ -249,13 +262,30 @@ class PostgresKeywordSearch(PostgresConnections):
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
         """Number of live facts containing each (normalised, unstemmed) term, as the index sees it."""
+        return self._document_frequencies(terms, None)
+
+    def _document_frequencies(self, terms: Sequence[str], changes: int | None) -> dict[str, int]:
+        """:meth:`document_frequencies`; those remembered are answered without a statement when the index
+        has not changed since it counted ``changes`` (read by the caller in this call's recall)."""
         unique = list(dict.fromkeys(terms))
         if not unique:
             return {}
         stems = self._term_stems(unique)
         all_stems = sorted({s for group in stems.values() for s in group})
-        frequencies = self._read(lambda c: _stem_frequencies(c, all_stems))
+        frequencies = self._stem_counts(all_stems, changes) if all_stems else {}
         return {term: min((frequencies.get(s, 0) for s in group), default=0) for term, group in stems.items()}
+
+    def _stem_counts(self, stems: list[str], changes: int | None) -> dict[str, int]:
+        memory = self._df_memory
+        if changes is not None and memory is not None and memory[0] == changes:
+            known = memory[1]
+            if all(stem in known for stem in stems):
+                return {stem: known[stem] for stem in stems}
+        now, fresh = self._read(lambda c: _stem_frequencies(c, stems))
+        if memory is not None and memory[0] == now and len(memory[1]) < DF_MEMORY_STEMS:
+            fresh = {**memory[1], **fresh}
+        self._df_memory = (now, fresh)
+        return fresh
 
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None

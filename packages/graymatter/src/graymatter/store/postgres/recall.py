@@ -27,7 +27,13 @@ import psycopg
 
 from graymatter.models import Fact
 from graymatter.store.base import Confidences, ScoredId
-from graymatter.store.postgres.bm25 import PostgresKeywordSearch, phrase_parts_query, word_cte, word_params
+from graymatter.store.postgres.bm25 import (
+    CHANGES_SQL,
+    PostgresKeywordSearch,
+    phrase_parts_query,
+    word_cte,
+    word_params,
+)
 from graymatter.store.postgres.connection import fetch
 from graymatter.store.postgres.reads import LENDER_SQL, NEIGHBOUR_IDS_SQL, PostgresFactReads, recent_query
 from graymatter.store.postgres.recall_state import (
@@ -42,7 +48,7 @@ from graymatter.store.postgres.recall_state import (
     phrase_hits,
     speculated_phrases,
 )
-from graymatter.store.postgres.rows import decode_fact, utc
+from graymatter.store.postgres.rows import decode_fact, one, utc
 from graymatter.store.rows import FACT_COLUMNS
 
 T = TypeVar("T")
@@ -125,7 +131,8 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
 
     # -- the calls, in pipeline order ---------------------------------------------------------------
     def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
-        """Live alias facts, oldest first; opens a recall: the same round trip reads the newest facts."""
+        """Live alias facts, oldest first; opens a recall: the same round trip counts the full-text index's
+        changes (so remembered document frequencies can answer) and may read the newest facts."""
         self._forget_recall()
         if not agent_ids:
             return []
@@ -138,7 +145,9 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         def work(c: psycopg.Connection[Any]) -> list[Any]:
             with c.pipeline():
                 found = c.execute(_ALIASES_SQL, (list(agent_ids),))
+                changes = c.execute(CHANGES_SQL)
                 newest = [c.execute(*recent_query(agent_ids, limit, f, FACT_COLUMNS)) for f in filters]
+            read.changes = int(one(changes.fetchone())[0])
             if not filters:
                 return found.fetchall()
             read.recent, read.recent_limit = [], limit
@@ -154,13 +163,15 @@ class PostgresRecallReads(PostgresFactReads, PostgresKeywordSearch):
         return aliases
 
     def document_frequencies(self, terms: Sequence[str]) -> dict[str, int]:
-        """As the index sees them; remembers the query's terms, in order, for the phrase search."""
+        """As the index sees them (from memory when the index is unchanged since this recall began);
+        remembers the query's terms, in order, for the phrase search."""
         read = getattr(self._recall_local, "read", None)
         if read is None or read.stage != START:
             self._forget_recall()
         self._recall_local.query_terms = list(terms)
-        plain = super().document_frequencies
-        return self._inner(lambda: plain(terms))
+        opened = self._valid_read() if read is not None and read.stage == START else None
+        changes = opened.changes if opened is not None else None  # counted when this recall began
+        return self._inner(lambda: self._document_frequencies(terms, changes))
 
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None

@@ -40,6 +40,8 @@ class RecallRead:
     stage: int = START
     agents: tuple[str, ...] = ()
     """The namespaces whose newest facts were read (by the aliases call, which opens a recall)."""
+    changes: int | None = None
+    """The full-text index's change count, read by the aliases call (``bm25.CHANGES_SQL``)."""
     phrases: list[str] = field(default_factory=list)
     """The adjacent query-term pairs read ahead; per matching fact, each one's BM25 part."""
     phrase_parts: list[tuple[str, datetime, dict[int, float]]] = field(default_factory=list)

@@ -10,7 +10,7 @@ from graymatter.errors import SchemaTooNew, StorageError, StoreUnavailable
 from graymatter.store.decay import decay_indexes
 from graymatter.store.postgres.connection import PostgresConnections
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 SESSION_SQL = 'substring({t}provenance from \'"session":"((?:[^"\\\\]|\\\\.)*)"\')'
 """A fact's session id as spelled in its stored JSON (``{t}``: a table alias and a dot, or nothing), written
 as the ``gm_facts_session`` index writes it. A pattern, not a ``jsonb`` cast: it never fails on a malformed
@@ -144,6 +144,16 @@ _MIGRATIONS: dict[int, list[str]] = {
                  ' ((embedding::halfvec(%s)) halfvec_cosine_ops) WITH (ef_construction = 32)', dim);
              END IF;
            END $$""",
+    ],
+    # 5: the full-text statistics count their changes (a trigger, so every writer's updates count, also a
+    # server of the previous version still running): equal counts mean equal document frequencies, which a
+    # recall then answers from memory (bm25.py, ADR 0018 "Recall and ingest, session 5").
+    5: [
+        "ALTER TABLE gm_fts_stats ADD COLUMN changes bigint NOT NULL DEFAULT 0",
+        """CREATE OR REPLACE FUNCTION gm_fts_stats_count() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN NEW.changes := OLD.changes + 1; RETURN NEW; END $$""",
+        """CREATE TRIGGER gm_fts_stats_changes BEFORE UPDATE ON gm_fts_stats
+           FOR EACH ROW EXECUTE FUNCTION gm_fts_stats_count()""",
     ],
 }
 
