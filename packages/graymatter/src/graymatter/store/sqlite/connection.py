@@ -57,12 +57,69 @@ def retry_busy(step: Callable[[], T]) -> T:
             time.sleep(0.01 + random.random() * 0.02)
 
 
+WAL_BACKSTOP_PAGES = 4_000
+"""A committing connection checkpoints the WAL itself only past this many pages (16 MiB; SQLite's default
+is 1,000): below it the store's checkpoint thread copies committed pages back in the background."""
+CHECKPOINT_EVERY_S = 0.02
+"""The checkpoint thread runs at most this often while writes come in (a passive checkpoint each time)."""
+
+
 def configure(conn: sqlite3.Connection) -> None:
     """Per-connection settings (the journal mode is set once, by the schema migration)."""
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA temp_store = MEMORY")
     conn.execute("PRAGMA cache_size = -16000")
     conn.execute("PRAGMA journal_size_limit = 67108864")  # WAL shrinks back to 64 MiB
+    conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_BACKSTOP_PAGES}")
+
+
+class Checkpointer:
+    """A daemon thread with its own connection that copies committed WAL pages back into the database
+    (``PRAGMA wal_checkpoint(PASSIVE)``: it never blocks a writer or a reader) after writes, at most every
+    :data:`CHECKPOINT_EVERY_S`. The copy and its ``fsync`` leave the writer's commit, and SQLite releases
+    the GIL while it runs. Started by the first write; a committing connection still checkpoints past
+    :data:`WAL_BACKSTOP_PAGES`, so the WAL stays bounded if this thread falls behind."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def written(self) -> None:
+        """A write transaction committed: checkpoint soon."""
+        if self._thread is None:
+            with self._lock:
+                if self._thread is None and not self._stop.is_set():
+                    self._thread = threading.Thread(
+                        target=self._run, name="graymatter-checkpoint", daemon=True
+                    )
+                    self._thread.start()
+        self._wake.set()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self._path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.Error:
+            return  # the committing connections' own checkpoints remain
+        try:
+            while self._wake.wait() and not self._stop.is_set():
+                self._wake.clear()
+                with contextlib.suppress(sqlite3.Error):  # busy or failed: the next write asks again
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self._stop.wait(CHECKPOINT_EVERY_S)
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Stop the thread (after the checkpoint it may be running). Idempotent."""
+        with self._lock:
+            self._stop.set()
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join(BUSY_TIMEOUT_MS / 1000)
 
 
 class SQLiteConnections:
@@ -74,6 +131,7 @@ class SQLiteConnections:
         self._connections: list[sqlite3.Connection] = []
         self._conn_lock = threading.Lock()
         self._closed = False
+        self._checkpointer = Checkpointer(path)
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -100,6 +158,7 @@ class SQLiteConnections:
     def close(self) -> None:
         """Close every connection this store opened. Idempotent."""
         self._closed = True
+        self._checkpointer.close()
         with self._conn_lock:
             connections, self._connections = self._connections, []
         for conn in connections:
@@ -114,7 +173,9 @@ class SQLiteConnections:
         while True:
             conn = self._conn()
             try:
-                return self._transaction(conn, work)
+                result = self._transaction(conn, work)
+                self._checkpointer.written()
+                return result
             except sqlite3.OperationalError as exc:
                 if is_busy(exc) and time.monotonic() < deadline:
                     time.sleep(delay * (0.5 + random.random()))
