@@ -99,3 +99,35 @@ def test_order_is_its_plain_definition(rows: list[tuple], weights: tuple, confid
         )
         for s in got
     ] == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    order_of=st.permutations(list(range(30))),
+    count=st.integers(0, 30),
+    keyword=st.sampled_from([1.0, 0.3, 2.5]),
+    labels=st.lists(st.sampled_from(LABELS), min_size=30, max_size=30),
+    seconds=st.lists(st.integers(0, 5), min_size=30, max_size=30),
+)
+def test_a_keyword_only_order_is_read_as_it_is_built(
+    order_of: list[int], count: int, keyword: float, labels: list[str], seconds: list[int]
+) -> None:
+    """Keyword ranks alone, no confidence weight: the rows come in keyword order, built as they are read,
+    the same rows as the sorted ones (here through a plain re-implementation)."""
+    signal = SignalWeights(keyword=keyword, vector=1.0, recency=0.5)
+    ids = [f"f{i:03d}" for i in order_of[:count]]
+    ranks = {fid: (rank, 0, 0) for rank, fid in enumerate(ids, 1)}
+    info = {fid: (BASE + timedelta(seconds=seconds[i]), labels[i]) for i, fid in enumerate(ids)}
+    got = order(ranks, info, weights=signal, k=60)
+    rows = [(s.fact_id, s.keyword_rank, s.fused_score, s.factor, s.final_score) for s in got]
+    expected = sorted(
+        (
+            (fid, kr, rrf_score(kr, 0, 0, signal, 60), 1.0, rrf_score(kr, 0, 0, signal, 60))
+            for fid, (kr, _, _) in ranks.items()
+        ),
+        key=lambda e: (-e[4], info[e[0]][0], e[0]),
+    )
+    assert rows == expected and len(got) == count
+    assert [s.fact_id for s in got[2:5]] == [e[0] for e in expected[2:5]]
+    if count:
+        assert got[-1].fact_id == expected[-1][0]

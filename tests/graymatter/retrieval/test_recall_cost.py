@@ -143,6 +143,22 @@ def test_the_keyword_scores_are_the_keyword_search(memory: Memory) -> None:
         (["nothing"], ["a"], None),
     ):
         hits, ranks, texts = store.keyword_search_ranked(agents, terms, 20, confidences)  # type: ignore[attr-defined]
-        pairs, ranks2, texts2 = store.keyword_scores_ranked(agents, terms, 20, confidences)  # type: ignore[attr-defined]
+        pairs, ranks2, texts2, sessionless = store.keyword_scores_ranked(agents, terms, 20, confidences)  # type: ignore[attr-defined]
         assert [(h.fact_id, h.score) for h in hits] == pairs
         assert ranks == ranks2 and texts == texts2
+        assert sessionless == set(texts)  # nothing here was written in a session
+
+
+def test_a_recall_over_facts_without_sessions_asks_for_no_neighbours(memory: Memory) -> None:
+    """Only conversation turns lend context: when no keyword match was written in a session, the
+    neighbours statement is not run at all; with turns among the matches it is, and they still lend."""
+    memory.remember_many("a", [f"deploy note {i} about the payment service" for i in range(30)])
+    memory.recall("a", "payment deploy")  # warm
+    seen = _statements(memory, lambda: memory.recall("a", "payment deploy", top_k=3))
+    anchors = "SELECT id, agent_id, (CASE WHEN json_valid(provenance)"  # the neighbours statement
+    assert not [s for s in seen if s.startswith(anchors) or "facts_session" in s]
+    memory.remember_many("a", ["we talked about the payment deploy", "it runs on Tuesdays"], session="s1")
+    seen = _statements(memory, lambda: memory.recall("a", "payment deploy", top_k=40))
+    assert [s for s in seen if s.startswith(anchors)] and [s for s in seen if "INDEXED BY facts_session" in s]
+    explained = memory.recall_explain("a", "payment deploy", top_k=40)
+    assert [e.text for e in explained if e.keyword_source == "context"] == ["it runs on Tuesdays"]

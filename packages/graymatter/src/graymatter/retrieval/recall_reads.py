@@ -16,9 +16,10 @@ _RankedSearch = Callable[
 """A store's ``keyword_search_ranked``: the hits, and the ``rank_info`` and text of each, from one read."""
 _RankedScores = Callable[
     [Sequence[str], Sequence[str], int, Sequence[str] | None],
-    tuple[list[tuple[str, float]], dict[str, tuple[datetime, str]], dict[str, str]],
+    tuple[list[tuple[str, float]], dict[str, tuple[datetime, str]], dict[str, str], set[str]],
 ]
-"""A store's ``keyword_scores_ranked``: ``keyword_search_ranked`` with ``(id, score)`` pairs."""
+"""A store's ``keyword_scores_ranked``: ``keyword_search_ranked`` with ``(id, score)`` pairs, and the hits
+written without a session."""
 _Texts = Callable[[Sequence[str]], dict[str, str]]
 """A store's ``fact_texts``."""
 
@@ -34,6 +35,7 @@ class RecallReads:
         self._facts: dict[str, Fact | None] = {}
         self._ranks: dict[str, tuple[datetime, str]] = {}
         self._texts: dict[str, str] = {}
+        self._sessionless: set[str] = set()
 
     def keyword_search(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
@@ -50,7 +52,10 @@ class RecallReads:
         ``rank_info`` and ``fact_texts`` for them."""
         light = getattr(self._store, "keyword_scores_ranked", None)
         if light is not None:
-            scores, rows, texts = cast(_RankedScores, light)(agent_ids, terms, limit, confidences)
+            scores, rows, texts, sessionless = cast(_RankedScores, light)(
+                agent_ids, terms, limit, confidences
+            )
+            self._sessionless.update(sessionless)
         else:
             ranked = getattr(self._store, "keyword_search_ranked", None)
             if ranked is None:
@@ -72,6 +77,12 @@ class RecallReads:
         elif missing:
             self._texts.update((fact.id, fact.text) for fact in self.get_facts(missing))
         return {fid: self._texts[fid] for fid in fact_ids if fid in self._texts}
+
+    def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
+        """``Store.neighbours``, not asked about facts a keyword search read as written without a session
+        (the store leaves them out): no statement when none of ``fact_ids`` is a conversation turn."""
+        asked = [fid for fid in fact_ids if fid not in self._sessionless]
+        return self._store.neighbours(asked, window) if asked else {}
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._store, name)

@@ -92,12 +92,18 @@ def rescore(
     best = sorted(evidence.own, key=evidence.own.__getitem__, reverse=True)[:depth]  # stable, as -score
     texts = fact_texts(store, best)
     ids = [fid for fid in best if fid in texts]
-    wanted = frozenset().union(*query_groups) | (_time_stems() if temporal else frozenset())
+    query_stems = frozenset().union(*query_groups)
+    wanted = query_stems | (_time_stems() if temporal else frozenset())
     factor: dict[str, float] = {}
     best_covered = 0.0
     analysed = stems_among([texts[fid] for fid in ids], wanted, temporal)
+    # Coverage depends only on which query stems a text holds, and most matches share a few such sets.
+    covers: dict[frozenset[str], float] = {}
     for fid, fact_stems in zip(ids, analysed, strict=True):
-        covered = coverage(query_groups, fact_stems)
+        held = query_stems & fact_stems
+        covered = covers.get(held)
+        if covered is None:
+            covered = covers[held] = coverage(query_groups, held)
         best_covered = max(best_covered, covered)
         value = 1.0 + coverage_weight * covered
         if temporal and says_when(fact_stems):

@@ -13,6 +13,7 @@ from graymatter.store.fts import FtsTokenizer
 from graymatter.store.rows import searchable_terms
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import DIALECT, at_micros, chunks, placeholders
+from graymatter.store.sqlite.schema import SESSION_SQL
 
 
 def _fts_safe(term: str) -> str:
@@ -40,6 +41,11 @@ matches is dropped for the full search."""
 
 DF_CACHE_STEMS = 50_000
 """Document frequencies remembered per store (per index structure) before the memory starts over."""
+
+MOMENTS_KEPT = 65_536
+"""Decoded ``created_at`` values remembered (a datetime is immutable; decoding one costs more than a
+lookup, and a recall decodes about a hundred)."""
+_MOMENTS: dict[int, datetime] = {}
 
 _TOKENIZER = FtsTokenizer()
 """The index's tokenizer run in process (with its cache): query terms are stemmed without a statement."""
@@ -125,17 +131,17 @@ class SQLiteKeywordSearch(SQLiteConnections):
     ) -> tuple[list[ScoredId], dict[str, tuple[datetime, str]], dict[str, str]]:
         """:meth:`keyword_search`, and the ``rank_info`` and texts of its hits, read in the same statement
         (every row the full-text index holds is a live fact)."""
-        scores, ranks, texts = self.keyword_scores_ranked(agent_ids, terms, limit, confidences)
+        scores, ranks, texts, _ = self.keyword_scores_ranked(agent_ids, terms, limit, confidences)
         return [ScoredId(fid, score) for fid, score in scores], ranks, texts
 
     def keyword_scores_ranked(
         self, agent_ids: Sequence[str], terms: Sequence[str], limit: int, confidences: Confidences = None
-    ) -> tuple[list[tuple[str, float]], dict[str, tuple[datetime, str]], dict[str, str]]:
+    ) -> tuple[list[tuple[str, float]], dict[str, tuple[datetime, str]], dict[str, str], set[str]]:
         """:meth:`keyword_search_ranked` with ``(id, score)`` tuples for the hits (what a recall reads of
-        them: no object per hit)."""
+        them: no object per hit), and the hits written without a session (they have no neighbours)."""
         kept = searchable_terms(terms, agent_ids, limit, confidences)
         if not kept:
-            return [], {}, {}
+            return [], {}, {}, set()
         match = fts_match_expression(kept)
         filters: list[Any] = [*agent_ids]
         where = f"f.agent_id IN ({placeholders(len(agent_ids))})"
@@ -146,15 +152,24 @@ class SQLiteKeywordSearch(SQLiteConnections):
         scores: list[tuple[str, float]] = []
         ranks: dict[str, tuple[datetime, str]] = {}
         texts: dict[str, str] = {}
-        for fid, bm25, created, confidence, text in rows:
+        sessionless: set[str] = set()
+        moments = _MOMENTS
+        if len(moments) > MOMENTS_KEPT:
+            moments.clear()
+        for fid, bm25, created, confidence, text, no_session in rows:
             scores.append((fid, -float(bm25)))
-            ranks[fid] = (at_micros(created), confidence)
+            moment = moments.get(created)
+            if moment is None:
+                moment = moments[created] = at_micros(created)
+            ranks[fid] = (moment, confidence)
             texts[fid] = text
-        return scores, ranks, texts
+            if no_session:
+                sessionless.add(fid)
+        return scores, ranks, texts, sessionless
 
 
-Match = tuple[str, float, int, str, str]
-"""``(fact id, bm25, created_at in microseconds, confidence, text)``."""
+Match = tuple[str, float, int, str, str, int]
+"""``(fact id, bm25, created_at in microseconds, confidence, text, 1 if it has no session else 0)``."""
 _BEST_FIRST = operator.itemgetter(1, 2, 0)
 """Score (FTS5's bm25 is lower for better), then ``created_at``, then id."""
 
@@ -165,8 +180,15 @@ def _structure(c: sqlite3.Connection) -> bytes:
     return bytes(row[0]) if row is not None else b""
 
 
+_SESSIONLESS = "CASE WHEN f.provenance = '{}' THEN 1 ELSE " + SESSION_SQL.replace(
+    "provenance", "f.provenance"
+)
+_SESSIONLESS += " IS NULL END"
+"""1 when a fact has no session (a library write without one stores ``{}``: no JSON is read), else 0."""
 _CUT_SQL = (
-    "SELECT f.id, m.s, f.created_at, f.confidence, f.text FROM (SELECT rowid, bm25(facts_fts) AS s "
+    "SELECT f.id, m.s, f.created_at, f.confidence, f.text, "
+    + _SESSIONLESS.replace("{", "{{").replace("}", "}}")
+    + " FROM (SELECT rowid, bm25(facts_fts) AS s "
     "FROM facts_fts WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?) AS m "
     "LEFT JOIN facts f ON f.rowid = m.rowid AND {where}"
 )
@@ -196,7 +218,8 @@ def _ranked_matches(
     if ranked is not None:
         return ranked[:limit]
     return c.execute(
-        "SELECT f.id, bm25(facts_fts) AS s, f.created_at, f.confidence, f.text FROM facts_fts "
+        f"SELECT f.id, bm25(facts_fts) AS s, f.created_at, f.confidence, f.text, {_SESSIONLESS} "
+        "FROM facts_fts "
         "JOIN facts f ON f.rowid = facts_fts.rowid "
         f"WHERE facts_fts MATCH ? AND {where} ORDER BY s, f.created_at, f.id LIMIT ?",
         [match, *filters, limit],
