@@ -5,11 +5,13 @@
 * A line over the bound comes out as ``LineTooLong`` and the next line is read normally; nothing of the
   long line is kept.
 * Over a real ``graymatter mcp serve``: an over-long line is answered ``-32600`` and the session goes on;
-  a stdin that is a regular file is served by the SDK's own reader.
+  a stdin that is a regular file is served by the SDK's own reader; both stdio pipes are widened to
+  1 MiB while serving.
 """
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -185,3 +187,26 @@ def test_serve_reads_a_regular_file_with_the_sdk_reader(tmp_path: Path) -> None:
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [answer["id"] for answer in answers] == [1, 2]
     assert answers[1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe capacities are a Linux feature")
+def test_serve_widens_both_stdio_pipes(tmp_path: Path) -> None:
+    from graymatter.faces.mcp_server.stdio import PIPE_BYTES
+
+    process = subprocess.Popen(
+        graymatter_command(tmp_path / "s", "mcp", "serve"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(GRAYMATTER_MCP_WARM="0"),
+    )
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    before = fcntl.fcntl(process.stdin.fileno(), fcntl.F_GETPIPE_SZ)
+    process.stdin.write(json.dumps(INIT).encode() + b"\n")
+    process.stdin.flush()
+    assert json.loads(process.stdout.readline())["id"] == 1
+    widened = [fcntl.fcntl(f.fileno(), fcntl.F_GETPIPE_SZ) for f in (process.stdin, process.stdout)]
+    process.stdin.close()
+    assert process.wait(timeout=60) == 0
+    assert before < PIPE_BYTES
+    assert widened == [PIPE_BYTES, PIPE_BYTES]

