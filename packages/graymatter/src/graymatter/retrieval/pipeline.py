@@ -14,6 +14,7 @@ Superseded facts never reach step 2-4: backends only index live facts.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -46,6 +47,7 @@ from graymatter.retrieval.rescore import (
     rescore,
     stems_among,
 )
+from graymatter.retrieval.subject import SUBJECT_WEIGHT
 from graymatter.retrieval.weighing import weigh
 from graymatter.store.base import Store
 
@@ -90,6 +92,7 @@ class RecallRequest:
     trust_vectors: bool = True
     semantic_weight: float = SEMANTIC_WEIGHT
     date_weight: float = DATE_WEIGHT
+    subject_weight: float = SUBJECT_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     info = {
         fid: row for fid, row in store.rank_info(pool_ids).items() if allowed is None or row[1] in allowed
     }
-    keyword_score, keyword_sources, weights = weigh(request, evidence, info, pool, weights, similarity)
+    keyword_score, keyword_sources, weights = _weigh(store, request, groups, evidence, info, similarity)
     # A query with informative words only returns facts with evidence of relevance (a keyword, phrase or
     # context hit, or a close vector neighbour); recency then orders among those. An empty or stop-word-only
     # query, or recency-only weights, keep the pure recency window (session start, sliding window).
@@ -214,6 +217,21 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         _relevance(store, request, groups, results, similarity, sources),
         weights,
     )
+
+
+def _weigh(
+    store: Store,
+    request: RecallRequest,
+    groups: Sequence[Sequence[str]],
+    evidence: KeywordEvidence,
+    info: dict[str, tuple[datetime, str]],
+    similarity: dict[str, float],
+) -> tuple[dict[str, float], dict[str, tuple[str, str | None]], SignalWeights]:
+    """:func:`.weighing.weigh` with what its subject re-score reads: fact texts and the query's stems."""
+    pool = max(request.candidate_pool, request.top_k)
+    stems = frozenset().union(*query_word_groups(request.query, groups)) if evidence.own else frozenset()
+    texts = functools.partial(fact_texts, store)
+    return weigh(request, evidence, info, pool, request.weights, similarity, texts=texts, query_stems=stems)
 
 
 def _relevance(

@@ -9,7 +9,7 @@ exactly the combined scores and the request's weights.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -18,6 +18,7 @@ from graymatter.retrieval.dates import date_windows, dated_rescore
 from graymatter.retrieval.fusion import vector_fusion
 from graymatter.retrieval.keyword import KeywordEvidence, combine
 from graymatter.retrieval.rescore import RescoredEvidence
+from graymatter.retrieval.subject import subject_rescore
 
 
 class Weighing(Protocol):
@@ -33,6 +34,8 @@ class Weighing(Protocol):
     def trust_vectors(self) -> bool: ...
     @property
     def semantic_weight(self) -> float: ...
+    @property
+    def subject_weight(self) -> float: ...
 
 
 def best_coverage(evidence: KeywordEvidence) -> float:
@@ -47,11 +50,17 @@ def weigh(
     pool: int,
     weights: SignalWeights,
     similarity: Mapping[str, float],
+    *,
+    texts: Callable[[Sequence[str]], Mapping[str, str]] | None = None,
+    query_stems: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, float], dict[str, tuple[str, str | None]], SignalWeights]:
     """Final keyword scores (at most ``pool``; ``info``: id -> ``(created_at, confidence)`` of the facts
-    that may rank), where each came from (``(source, lender)``), and the weights the fusion uses."""
+    that may rank), where each came from (``(source, lender)``), and the weights the fusion uses.
+    ``texts`` reads fact texts for the subject re-score (:mod:`.subject`; none without it)."""
     created = {fid: row[0] for fid, row in info.items()}
     keyword_score, sources = combine(evidence, created, pool, max_gap_s=request.context_max_gap_s)
+    if texts is not None:
+        keyword_score = subject_rescore(keyword_score, texts, query_stems, request.subject_weight)
     dated = dated_rescore(keyword_score, info, date_windows(request.query), request.date_weight)
     trust = (best_coverage(evidence), request.trust_vectors, request.semantic_weight)
     rescored, fused = vector_fusion(dated, weights, similarity, *trust)
