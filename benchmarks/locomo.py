@@ -231,6 +231,7 @@ def _systems(task: str) -> list[tuple[str, Build]]:
             "  ablation: facts written all at once (undated, the session-3 setup)",
             _graymatter(task, dated=False),
         ),
+        ("  ablation: no subject re-scoring", _graymatter(task, subject_weight=0.0)),
         ("  ablation: no date re-scoring", _graymatter(task, date_weight=0.0)),
         ("  ablation: no coverage re-scoring", _graymatter(task, coverage_weight=0.0)),
         ("  ablation: no temporal intent", _graymatter(task, temporal_weight=0.0)),
@@ -242,6 +243,10 @@ def _systems(task: str) -> list[tuple[str, Build]]:
     if embed_installed():
         rows += [
             (EMBED_LABEL, _graymatter(task, embedder=_onnx)),
+            (
+                "  embed ablation: no subject re-scoring",
+                _graymatter(task, embedder=_onnx, subject_weight=0.0),
+            ),
             (
                 "  embed ablation: no semantic re-scoring (session-3 trusted vote only)",
                 _graymatter(task, embedder=_onnx, semantic_weight=0.0),

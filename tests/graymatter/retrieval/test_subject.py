@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.retrieval.pipeline import RecallRequest, run_recall
+from graymatter.retrieval.query import _TOKEN, STOP_WORDS, normalise
 from graymatter.retrieval.relevance import stems
-from graymatter.retrieval.subject import SUBJECT_WEIGHT, leading_word, subject_rescore
+from graymatter.retrieval.subject import LEAD_CHARS, SUBJECT_WEIGHT, leading_word, subject_rescore
 
 
 @pytest.fixture
@@ -117,3 +118,15 @@ def test_a_question_about_someone_ranks_the_facts_about_them_first(memory: Memor
         about_caroline,
         about_melanie,
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=80))
+def test_the_leading_word_is_the_first_informative_word_as_the_query_tokeniser_reads_it(text: str) -> None:
+    words = [w for w in tokenize_prefix(text) if w not in STOP_WORDS and (len(w) > 1 or w.isdigit())]
+    assert leading_word(text) == (words[0] if words else None)
+
+
+def tokenize_prefix(text: str) -> list[str]:
+    """The query tokeniser's words of the text's first LEAD_CHARS characters (normalised, not stemmed)."""
+    return [w for w in (normalise(m.group()) for m in _TOKEN.finditer(text, 0, LEAD_CHARS)) if w]

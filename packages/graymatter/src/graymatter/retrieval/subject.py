@@ -17,6 +17,7 @@ session 5"); ``RecallRequest.subject_weight = 0`` disables it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 
 from graymatter.retrieval.query import _TOKEN, STOP_WORDS, normalise
@@ -33,10 +34,33 @@ def leading_word(text: str) -> str | None:
     """The first informative word of ``text`` (normalised, not stemmed; stop-words and single letters
     skipped, digits kept), looked for in its first :data:`LEAD_CHARS` characters; None if there is none."""
     for match in _TOKEN.finditer(text, 0, LEAD_CHARS):
-        word = normalise(match.group())
+        token = match.group()
+        word = token.lower() if token.isascii() else normalise(token)  # the same for ASCII letters and digits
         if word and word not in STOP_WORDS and (len(word) > 1 or word.isdigit()):
             return word
     return None
+
+
+KNOWN_ENTRIES = 8192
+"""Texts whose leading word is remembered (a recall re-reads the matches of the last ones)."""
+_KNOWN: dict[str, str | None] = {}
+
+
+def _lead(text: str) -> str | None:
+    """:func:`leading_word`, remembered for up to :data:`KNOWN_ENTRIES` texts (oldest eighth dropped)."""
+    try:
+        return _KNOWN[text]
+    except KeyError:
+        pass
+    word = leading_word(text)
+    if len(_KNOWN) >= KNOWN_ENTRIES:
+        try:
+            for old in list(itertools.islice(_KNOWN, KNOWN_ENTRIES // 8)):
+                _KNOWN.pop(old, None)
+        except RuntimeError:  # another thread changed it meanwhile
+            _KNOWN.clear()
+    _KNOWN[text] = word
+    return word
 
 
 def subject_rescore(
@@ -51,7 +75,7 @@ def subject_rescore(
     if weight <= 0 or not keyword_score or not query_stems:
         return keyword_score
     found = texts(list(keyword_score))
-    leads = {fid: word for fid, text in found.items() if (word := leading_word(text)) is not None}
+    leads = {fid: word for fid, text in found.items() if (word := _lead(text)) is not None}
     words = list(dict.fromkeys(leads.values()))
     analysed = zip(words, _TOKENIZER.stems(words), strict=True)
     matching = {word for word, stems in analysed if query_stems.intersection(stems)}
