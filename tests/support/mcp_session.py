@@ -9,6 +9,20 @@ import anyio
 from jsonschema import Draft202012Validator
 
 
+def initialize_request(client: str = "t", protocol_version: str = "2025-06-18") -> dict[str, Any]:
+    """A raw JSON-RPC ``initialize`` request (id 1), for tests that speak the wire themselves."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": protocol_version,
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "1"},
+        },
+    }
+
+
 class Session:
     """One connected client plus the advertised schemas, with contract checks built in."""
 

@@ -18,20 +18,12 @@ from typing import Any
 
 import pytest
 
+from support.mcp_session import initialize_request
 from support.processes import graymatter_command, server_env
 
 pytestmark = pytest.mark.timeout(120)
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "hygiene", "version": "1"},
-    },
-}
+INIT = initialize_request("hygiene")
 
 
 def _exchange(store: Path, lines: list[str]) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graymatter.faces.mcp_server.stdin_lines import LineTooLong, StdinLines, waitable
+from support.mcp_session import initialize_request
 from support.processes import graymatter_command, server_env
 
 pytestmark = pytest.mark.timeout(120)
@@ -124,21 +125,11 @@ def test_only_descriptors_the_loop_can_wait_on_are_read_on_the_loop(tmp_path: Pa
     os.close(write_fd)
 
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = initialize_request()
 
 
-def test_serve_answers_an_over_long_line_and_goes_on(tmp_path: Path) -> None:
-    from graymatter.faces.mcp_server.stdin_lines import MAX_LINE_BYTES
-
+def _initialized_server(tmp_path: Path) -> subprocess.Popen[bytes]:
+    """A real ``graymatter mcp serve`` on pipes, its ``initialize`` answered."""
     process = subprocess.Popen(
         graymatter_command(tmp_path / "s", "mcp", "serve"),
         stdin=subprocess.PIPE,
@@ -146,10 +137,18 @@ def test_serve_answers_an_over_long_line_and_goes_on(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         env=server_env(GRAYMATTER_MCP_WARM="0"),
     )
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    assert process.stdin is not None and process.stdout is not None
     process.stdin.write(json.dumps(INIT).encode() + b"\n")
     process.stdin.flush()
     assert json.loads(process.stdout.readline())["id"] == 1
+    return process
+
+
+def test_serve_answers_an_over_long_line_and_goes_on(tmp_path: Path) -> None:
+    from graymatter.faces.mcp_server.stdin_lines import MAX_LINE_BYTES
+
+    process = _initialized_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
     filler = b" " * (1 << 20)
     process.stdin.write(b'{"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"x": "')
     for _ in range(MAX_LINE_BYTES // len(filler) + 1):
@@ -193,20 +192,14 @@ def test_serve_reads_a_regular_file_with_the_sdk_reader(tmp_path: Path) -> None:
 def test_serve_widens_both_stdio_pipes(tmp_path: Path) -> None:
     from graymatter.faces.mcp_server.stdio import PIPE_BYTES
 
-    process = subprocess.Popen(
-        graymatter_command(tmp_path / "s", "mcp", "serve"),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(GRAYMATTER_MCP_WARM="0"),
-    )
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    before = fcntl.fcntl(process.stdin.fileno(), fcntl.F_GETPIPE_SZ)
-    process.stdin.write(json.dumps(INIT).encode() + b"\n")
-    process.stdin.flush()
-    assert json.loads(process.stdout.readline())["id"] == 1
+    process = _initialized_server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
     widened = [fcntl.fcntl(f.fileno(), fcntl.F_GETPIPE_SZ) for f in (process.stdin, process.stdout)]
     process.stdin.close()
     assert process.wait(timeout=60) == 0
-    assert before < PIPE_BYTES
+    read_fd, write_fd = os.pipe()
+    fresh = fcntl.fcntl(read_fd, fcntl.F_GETPIPE_SZ)
+    os.close(read_fd)
+    os.close(write_fd)
+    assert fresh < PIPE_BYTES  # the default is narrower: the server widened them
     assert widened == [PIPE_BYTES, PIPE_BYTES]

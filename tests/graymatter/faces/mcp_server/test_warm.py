@@ -24,21 +24,13 @@ import pytest
 
 from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
 from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
+from support.mcp_session import initialize_request
 from support.processes import graymatter_command, server_env
 from support.warm import alive, connects, lock_pid, private_runtime
 
 pytestmark = pytest.mark.timeout(120)
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = initialize_request()
 
 
 @pytest.fixture

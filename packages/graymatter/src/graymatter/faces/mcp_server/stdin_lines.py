@@ -62,7 +62,37 @@ def parse_message(line: bytes) -> Any:
         return exc
 
 
-class StdinLines:
+class PullStream:
+    """A read stream as the SDK's loop consumes it: ``receive`` (``anyio.EndOfStream`` at the end) is the
+    whole stream; iteration and ``async with`` (which closes it) come from here."""
+
+    async def receive(self) -> Any:
+        """The next item (subclasses)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the stream (subclasses)."""
+        raise NotImplementedError
+
+    def __aiter__(self) -> PullStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> PullStream:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class StdinLines(PullStream):
     """The read stream of one stdio session: messages (or the exception of an unreadable line) in order,
     ``anyio.EndOfStream`` once stdin is closed. ``last_context`` is ``None``: the SDK's loop then runs a
     request in its own context, as it does for any stream without a sender context."""
@@ -129,27 +159,10 @@ class StdinLines:
         del self._buffer[: end + 1]
         return line[:-1] if line.endswith(b"\r") else line
 
-    def __aiter__(self) -> StdinLines:
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         """Stop reading (the descriptor is the claim's, released by the caller)."""
         self._ended = True
         self._buffer.clear()
 
-    async def __aenter__(self) -> StdinLines:
-        return self
 
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-__all__ = ["MAX_LINE_BYTES", "LineTooLong", "StdinLines", "parse_message", "waitable"]
+__all__ = ["MAX_LINE_BYTES", "LineTooLong", "PullStream", "StdinLines", "parse_message", "waitable"]

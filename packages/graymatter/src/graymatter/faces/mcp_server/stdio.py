@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from graymatter.faces.mcp_server.stdin_lines import PullStream
+
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
     from mcp_types import JSONRPCError
@@ -216,7 +218,7 @@ async def _serve_sdk_reader(lowlevel: Any, stdout: InlineStdout) -> None:
         await _serve_streams(lowlevel, read_stream, stdout)
 
 
-class AnsweringReadStream:
+class AnsweringReadStream(PullStream):
     """The transport's read stream as the SDK's loop consumes it, answering unreadable lines on the way.
 
     A pull filter: each ``receive`` takes the transport's next item; an exception (a line that is no
@@ -244,26 +246,9 @@ class AnsweringReadStream:
                 return item
             await self._write.send(SessionMessage(message=rejection(item)))
 
-    def __aiter__(self) -> AnsweringReadStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        import anyio
-
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
     async def aclose(self) -> None:
         """Close the transport's read stream."""
         await self._inner.aclose()
-
-    async def __aenter__(self) -> AnsweringReadStream:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
 
 
 async def _serve_streams(lowlevel: Any, read_stream: Any, write_stream: Any) -> None:
