@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graymatter.engine.export import _yaml, folder_names, write_obsidian
 from graymatter.engine.memory import Memory
+from graymatter.errors import InvalidInput
 
 
 def _front_matter(note: Path) -> dict[str, object]:
@@ -70,3 +72,22 @@ def _yaml_representable(value: str) -> bool:
     except yaml.YAMLError:
         return False
     return True
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("field", ["state", "metadata"])
+def test_an_import_refuses_a_checkpoint_json_cannot_hold_and_writes_nothing(
+    mem: Memory, tmp_path: Path, value: str, field: str
+) -> None:
+    """Python's JSON reader accepts NaN and Infinity; stored, such a state could never be resumed (the
+    store checks the JSON it hands out), so the whole import is refused before anything is written."""
+    mem.remember("a", "a fact that travels with the bundle")
+    mem.checkpoint_save("a", {"step": 1})
+    bundle = json.loads(mem.export().model_dump_json())
+    bundle["checkpoints"][0][field] = {"x": "__bad__"}
+    text = json.dumps(bundle).replace('"__bad__"', value)
+    with Memory(tmp_path / "fresh", embedder=None, summariser=None) as fresh:
+        with pytest.raises(InvalidInput, match=rf"^checkpoint {bundle['checkpoints'][0]['id']}: {field} "):
+            fresh.import_bundle(text)
+        assert fresh.list("a") == []
+        assert fresh.checkpoint_list("a") == []

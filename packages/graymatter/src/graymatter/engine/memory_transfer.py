@@ -34,6 +34,7 @@ class TransferMethods(MemoryCore):
             for fact in bundle.facts:
                 self._agent(fact.agent_id)
                 self._text(fact.text)
+            _check_checkpoints(bundle)
             facts_added, facts_skipped = self.store.import_facts(bundle.facts)
         cps_added, cps_skipped = self.store.import_checkpoints(bundle.checkpoints)
         links_added, links_skipped = self.store.import_links(bundle.links)
@@ -47,6 +48,17 @@ class TransferMethods(MemoryCore):
             links_added=links_added,
             links_skipped=links_skipped,
         )
+
+
+def _check_checkpoints(bundle: ExportBundle) -> None:
+    """Refuse, before anything is written, a checkpoint whose state, messages or metadata JSON cannot hold
+    (``NaN``, ``Infinity``, which Python's JSON reader accepts): stored, it could never be resumed."""
+    for checkpoint in bundle.checkpoints:
+        try:
+            for field in ("state", "messages", "metadata"):
+                check.json_bytes(getattr(checkpoint, field), field)
+        except InvalidInput as exc:
+            raise InvalidInput(f"checkpoint {checkpoint.id}: {exc}") from None
 
 
 def parse_bundle(bundle: ExportBundle | dict[str, Any] | str) -> ExportBundle:
