@@ -31,7 +31,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import cast, overload
 
 from graymatter.constants import CONFIDENCE_LEVELS
@@ -278,7 +278,7 @@ def evidence_order(
     """
     keyed = sorted([(-score, created[fid], fid) for fid, score in scores.items()])  # ids are unique
     ordered = [fid for _, _, fid in keyed]
-    if not newest_first or near_tie <= 0:
+    if not newest_first or near_tie <= 0 or _one_group(keyed, resolution_s):
         return ordered
     out: list[str] = []
     count = len(ordered)
@@ -294,6 +294,18 @@ def evidence_order(
             out.extend(_newest_groups_first(ordered[start:end], created, resolution_s))
         start = end
     return out
+
+
+def _one_group(keyed: list[tuple[float, datetime, str]], resolution_s: float) -> bool:
+    """Whether every fact was written within ``resolution_s`` of every other (with a millisecond to spare
+    for the rounding of timestamps): then each tier is one group and keeps its score order."""
+    if len(keyed) < 2 or resolution_s < 0.01:
+        return len(keyed) < 2
+    try:
+        moments = [entry[1] for entry in keyed]
+        return max(moments) - min(moments) < timedelta(seconds=resolution_s - 0.001)
+    except TypeError:  # naive and aware moments mixed: the per-tier path compares timestamps
+        return False
 
 
 def _newest_groups_first(tier: list[str], created: Mapping[str, datetime], resolution_s: float) -> list[str]:

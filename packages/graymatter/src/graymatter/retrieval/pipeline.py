@@ -201,7 +201,6 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         {*keyword_score, *vector_ids} if relevance_required else {*keyword_score, *vector_ids, *recent_ids}
     )
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
-    info = {fid: row for fid, row in info.items() if fid in members}
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
     load = _fact_loader(store, allowed)
     # Facts are loaded ``top_k`` at a time: a recall whose best ``top_k`` are distinct live facts decodes
@@ -308,11 +307,11 @@ def _signal_ranks(
     keyword_order = evidence_order(
         evidence, created, newest_first=newest_first, resolution_s=request.recency_resolution_s
     )
-    keyword_rank = {fid: i for i, fid in enumerate(keyword_order, 1)}
+    keyword_rank = dict(zip(keyword_order, range(1, len(keyword_order) + 1), strict=True))
     vector_rank = {fid: i for i, fid in enumerate((f for f in vector_ids if f in created), 1)}
     if keyword_rank or vector_rank:
-        if not vector_rank:  # keyword-only: one lookup per member
-            return {fid: (keyword_rank.get(fid, 0), 0, 0) for fid in created}, keyword_rank
+        if not vector_rank and len(keyword_rank) == len(created):  # keyword-only: every member ranked
+            return dict(zip(keyword_order, _ranks_alone(len(keyword_order)), strict=True)), keyword_rank
         recency_rank: dict[str, int] = {}
     else:
         timeline = {fid: row[0] for fid, row in info.items() if fid in members or fid in recent}
@@ -321,6 +320,16 @@ def _signal_ranks(
         fid: (keyword_rank.get(fid, 0), vector_rank.get(fid, 0), recency_rank.get(fid, 0)) for fid in created
     }
     return ranks, keyword_rank
+
+
+_RANKS_ALONE: list[tuple[int, int, int]] = []
+
+
+def _ranks_alone(count: int) -> list[tuple[int, int, int]]:
+    """``[(1, 0, 0), (2, 0, 0), ...]``: the rank rows of a keyword-only recall, built once."""
+    if len(_RANKS_ALONE) < count:
+        _RANKS_ALONE.extend((rank, 0, 0) for rank in range(len(_RANKS_ALONE) + 1, count + 1))
+    return _RANKS_ALONE[:count]
 
 
 def _fact_loader(store: Store, allowed: set[str] | None) -> Callable[[Sequence[str]], dict[str, Fact]]:
