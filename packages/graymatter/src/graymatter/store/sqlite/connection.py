@@ -62,6 +62,9 @@ WAL_BACKSTOP_PAGES = 4_000
 is 1,000): below it the store's checkpoint thread copies committed pages back in the background."""
 CHECKPOINT_EVERY_S = 0.02
 """The checkpoint thread runs at most this often while writes come in (a passive checkpoint each time)."""
+CHECKPOINT_AFTER_COMMITS = 8
+"""The thread starts at this process's 8th write transaction on the store: a one-shot command (a CLI
+``remember``: two or three) never pays for a thread and a connection it would not use."""
 
 
 def configure(conn: sqlite3.Connection) -> None:
@@ -77,8 +80,8 @@ class Checkpointer:
     """A daemon thread with its own connection that copies committed WAL pages back into the database
     (``PRAGMA wal_checkpoint(PASSIVE)``: it never blocks a writer or a reader) after writes, at most every
     :data:`CHECKPOINT_EVERY_S`. The copy and its ``fsync`` leave the writer's commit, and SQLite releases
-    the GIL while it runs. Started by the first write; a committing connection still checkpoints past
-    :data:`WAL_BACKSTOP_PAGES`, so the WAL stays bounded if this thread falls behind."""
+    the GIL while it runs. Started by the :data:`CHECKPOINT_AFTER_COMMITS`-th write; a committing connection
+    still checkpoints past :data:`WAL_BACKSTOP_PAGES`, so the WAL stays bounded without this thread."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -86,10 +89,14 @@ class Checkpointer:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._commits = 0
 
     def written(self) -> None:
         """A write transaction committed: checkpoint soon."""
         if self._thread is None:
+            self._commits += 1  # racy under threads: the thread starts a commit or two later, never twice
+            if self._commits < CHECKPOINT_AFTER_COMMITS:
+                return
             with self._lock:
                 if self._thread is None and not self._stop.is_set():
                     self._thread = threading.Thread(
