@@ -6,7 +6,9 @@ Recall: one store per backend holds the corpus (``benchmarks.corpus``; vectors f
 ``HashingEmbedder``, 256 dimensions); the same natural-language questions are recalled top-8 after a
 warm-up, keyword-only and with vectors, through ``Memory.recall`` (access bookkeeping is queued off the
 answer's path). SQLite is the baseline measured in the same run, query by query in turn with PostgreSQL
-(ratio = PostgreSQL / SQLite). Round
+(ratio = PostgreSQL / SQLite); "same answers" counts the questions whose top 8 came back with the same
+texts and scores, in the same order, from both (both stores are loaded alike, so above about 5,000
+postings a question is answered from the same posting window by both). Round
 trips are counted on the wire (``tests/support/pg_roundtrips.py``: the Sync and Query messages after
 which the client waits) for 50 keyword recalls of ``run_recall`` on a one-connection store.
 
@@ -112,7 +114,8 @@ def _dir_bytes(path: Path) -> int:
 
 
 def _recall_pair(open_pg: Any, open_lite: Any, queries: list[str], vectors: bool) -> list[dict[str, float]]:
-    """Recall latency of both backends, interleaved query by query (the same machine state for both)."""
+    """Recall latency of both backends, interleaved query by query (the same machine state for both), and
+    how many queries both answered alike (the same texts with the same scores, in the same order)."""
     from graymatter import Memory
 
     memories = [Memory(store=o(), config=_config(), embedder=_embedder() if vectors else None)
@@ -122,12 +125,16 @@ def _recall_pair(open_pg: Any, open_lite: Any, queries: list[str], vectors: bool
             for memory in memories:
                 memory.recall(AGENT, query, top_k=8)
         timings: list[list[float]] = [[], []]
+        same = 0
         for query in queries:
+            answers = []
             for memory, spent in zip(memories, timings, strict=True):
                 began = time.perf_counter()
-                memory.recall(AGENT, query, top_k=8)
+                hits = memory.recall(AGENT, query, top_k=8)
                 spent.append(time.perf_counter() - began)
-        return [latency_summary(spent) for spent in timings]
+                answers.append([(hit.text, hit.score) for hit in hits])
+            same += answers[0] == answers[1]
+        return [*(latency_summary(spent) for spent in timings), {"identical": same, "queries": len(queries)}]
     finally:
         for memory in memories:
             memory.close()
@@ -200,7 +207,7 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
         entry: dict[str, Any] = {"facts": size, "round_trips": trips, "load_s": seconds, "modes": {}}
         for mode in [False, True] if vectors else [False]:
             load = os.getloadavg()[0]
-            pg, lite = _recall_pair(
+            pg, lite, agree = _recall_pair(
                 lambda d=dsn: PostgresStore(d, max_size=4),
                 lambda d=sqlite_dir: SQLiteStore(d),
                 questions,
@@ -210,11 +217,13 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
             ratio50 = pg["p50_ms"] / lite["p50_ms"] if lite["p50_ms"] else None
             ratio99 = pg["p99_ms"] / lite["p99_ms"] if lite["p99_ms"] else None
             rt = f"{trips['mean']:g} (max {trips['max']})" if not mode else "-"
+            alike = "-" if mode else f"{agree['identical']}/{agree['queries']}"
             rows.append([f"{size:,}", label, pg["p50_ms"], pg["p99_ms"], lite["p50_ms"], lite["p99_ms"],
-                         ratio50, ratio99, rt, round(load, 2)])  # fmt: skip
+                         ratio50, ratio99, rt, alike, round(load, 2)])  # fmt: skip
             entry["modes"][label] = {
                 "postgres": pg,
                 "sqlite": lite,
+                "same_answers": agree,
                 "ratio_p50": ratio50,
                 "ratio_p99": ratio99,
             }
@@ -226,9 +235,10 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
         cluster.drop_database(dsn)
     table = print_table(
         f"Recall latency, top-8, {queries} questions (ms; ratio = PostgreSQL / SQLite; round trips per"
-        " keyword recall on the wire; 1-min load average)",
+        " keyword recall on the wire; same answers: questions whose top 8 have the same texts and scores on"
+        " both, keyword only; 1-min load average)",
         ["facts", "signals", "pg p50", "pg p99", "sqlite p50", "sqlite p99", "p50 ratio", "p99 ratio",
-         "pg round trips", "load"],
+         "pg round trips", "same answers", "load"],
         rows,
     )  # fmt: skip
     ingest_table = print_table(
