@@ -1,4 +1,4 @@
-"""One recall in three round trips: the keyword round trip also reads what the recall asks for next.
+"""One recall in two or three round trips: the keyword round trip also reads what the recall asks next.
 
 The recall pipeline (``retrieval/pipeline.py``) calls the store several times, each call depending on the
 last: aliases, document frequencies, the keyword search, then the phrase search, the context neighbours,
