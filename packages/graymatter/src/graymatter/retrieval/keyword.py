@@ -67,6 +67,8 @@ class KeywordEvidence:
 
     def candidate_ids(self) -> list[str]:
         """Own matches (BM25 order) then borrowers: the ids whose ``created_at`` ``combine`` needs."""
+        if not self.loans:
+            return list(self.own)
         return list(dict.fromkeys([*self.own, *self.loans]))
 
 

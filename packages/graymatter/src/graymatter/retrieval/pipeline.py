@@ -188,7 +188,9 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     recency_pool = max(request.recency_pool, request.top_k)
     recent_ids = [] if relevance_required else store.recent(agent_ids, recency_pool, confidences)
 
-    pool_ids = list(dict.fromkeys([*evidence.candidate_ids(), *vector_ids, *recent_ids]))
+    pool_ids = evidence.candidate_ids()
+    if vector_ids or recent_ids:
+        pool_ids = list(dict.fromkeys([*pool_ids, *vector_ids, *recent_ids]))
     allowed = None if confidences is None else set(confidences)
     info = {
         fid: row for fid, row in store.rank_info(pool_ids).items() if allowed is None or row[1] in allowed

@@ -70,6 +70,11 @@ class RecallReads:
     def fact_texts(self, fact_ids: Sequence[str]) -> dict[str, str]:
         """Texts by id: those the keyword search read, the rest through the store's ``fact_texts`` (two
         columns) when it has one, else from the facts read (``get_facts``, so they are read once)."""
+        texts = self._texts
+        try:  # the usual case: the keyword searches read them all
+            return {fid: texts[fid] for fid in fact_ids}
+        except KeyError:
+            pass
         missing = [fid for fid in dict.fromkeys(fact_ids) if fid not in self._texts]
         light = cast(_Texts | None, getattr(self._store, "fact_texts", None))
         if missing and light is not None:
