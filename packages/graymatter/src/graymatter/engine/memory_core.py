@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -25,6 +26,7 @@ from graymatter.models import ConsolidationReport, Fact, Provenance, utcnow
 from graymatter.store import Store, open_store
 
 _DEFAULT: Any = object()
+_ONE_US = timedelta(microseconds=1)
 
 BACKGROUND_WAIT_S = 30.0
 """How long closing a memory, or waiting for it, lets background consolidation finish by default."""
@@ -176,7 +178,7 @@ class MemoryCore:
             equivalents=[],
             provenance=provenance,
         )
-        moments = [now + timedelta(0, 0, step) for step in range(1, len(texts))]
+        moments = list(itertools.accumulate(itertools.repeat(_ONE_US, len(texts) - 1), initial=now))[1:]
         return [first, *_siblings()(first, ids[1:], texts[1:], moments)]
 
 
