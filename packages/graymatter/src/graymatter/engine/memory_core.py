@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import itertools
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -178,7 +177,10 @@ class MemoryCore:
             equivalents=[],
             provenance=provenance,
         )
-        moments = list(itertools.accumulate(itertools.repeat(_ONE_US, len(texts) - 1), initial=now))[1:]
+        moments, moment = [], now
+        for _ in range(1, len(texts)):
+            moment += _ONE_US  # a microsecond apart, added (one timedelta per fact costs 8x more)
+            moments.append(moment)
         return [first, *_siblings()(first, ids[1:], texts[1:], moments)]
 
 
