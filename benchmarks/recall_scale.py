@@ -9,6 +9,8 @@ Per size, in the same run and on the same texts (the seeded engineering corpus):
 * **bytes per fact**: the database files (WAL checkpointed) divided by the facts, both sides.
 * **recall**: ``Memory.recall`` top-10 against a stop-word-free FTS5 top-10 (the query's informative words
   OR-ed, ranked by ``bm25``, ids fetched): p50 / p99 over the same natural-language queries.
+* **import** (up to 100k): the store exported and imported into an empty one (``import_bundle`` of the
+  JSON text) against the same texts inserted into an empty FTS5 table in one transaction.
 * **consolidation cycle**: one ``Memory.consolidate`` on the freshly written store (median of 3) against
   what the previous cycle started with, reading every fact of the agent (``list_facts``).
 
@@ -17,6 +19,7 @@ Machine load is printed and stored; ratios (graymatter / baseline) are the figur
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -140,6 +143,52 @@ READ_ALL_UP_TO = 100_000
 every fact in memory at once (gigabytes) to show a cost the cycle no longer has."""
 
 
+IMPORT_UP_TO = 100_000
+"""``graymatter import`` is timed only up to this size (at 1M the bundle and its models are gigabytes)."""
+
+
+def _import(work: Path, size: int) -> dict[str, float] | None:
+    """Export the store and import it into an empty one (``import_bundle`` of the JSON text: parsing,
+    validation, one transaction) against the same texts inserted into an empty FTS5 table in one
+    transaction: facts per second and CPU microseconds per fact, both sides."""
+    if size > IMPORT_UP_TO:
+        return None
+    memory = _memory(work / "gm")
+    try:
+        bundle = memory.export().model_dump_json()
+    finally:
+        memory.close()
+    target = _memory(work / "import")
+    try:
+        began, cpu = time.perf_counter(), time.process_time()
+        report = target.import_bundle(bundle)
+        elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
+    finally:
+        target.close()
+    assert report.facts_added == size, report
+    texts = [fact["text"] for fact in json.loads(bundle)["facts"]]
+    conn = sqlite3.connect(work / "import-fts.db", isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61')")
+        fts_began, fts_cpu = time.perf_counter(), time.process_time()
+        conn.execute("BEGIN")
+        conn.executemany("INSERT INTO t(text) VALUES (?)", [(text,) for text in texts])
+        conn.execute("COMMIT")
+        fts_elapsed, fts_cpu = time.perf_counter() - fts_began, time.process_time() - fts_cpu
+    finally:
+        conn.close()
+    shutil.rmtree(work / "import")
+    for path in work.glob("import-fts.db*"):
+        path.unlink()
+    return {
+        "facts_per_s": round(size / elapsed),
+        "fts_facts_per_s": round(size / fts_elapsed),
+        "cpu_us_per_fact": round(cpu / size * 1e6, 2),
+        "fts_cpu_us_per_fact": round(fts_cpu / size * 1e6, 2),
+    }
+
+
 def _cycles(directory: Path, size: int) -> tuple[float, float | None]:
     """Median seconds of one consolidation cycle, and of reading every fact of the agent (the old start)."""
     memory = _memory(directory)
@@ -168,12 +217,14 @@ def _measure(
     recall = _graymatter_recall(work / "gm", queries)
     baseline = _fts_recall(work / "fts.db", queries)
     cycle, full = _cycles(work / "gm", size)
+    imported = _import(work, size)
     return {
         "facts": size,
         "ingest_facts_per_s": round(len(new) / gm_s),
         "fts_ingest_facts_per_s": round(len(new) / fts_s),
         "ingest_cpu_us_per_fact": round(gm_cpu / len(new) * 1e6, 2),
         "fts_ingest_cpu_us_per_fact": round(fts_cpu / len(new) * 1e6, 2),
+        "import": imported,
         "bytes_per_fact": round(gm_bytes),
         "fts_bytes_per_fact": round(fts_bytes),
         "recall": recall,
@@ -191,6 +242,15 @@ def _cpu_share(r: dict[str, Any]) -> str:
         return "not measured"
     gm, fts = r["ingest_cpu_us_per_fact"], r["fts_ingest_cpu_us_per_fact"]
     return f"{gm:.1f} / {fts:.1f} ({100 * fts / gm:.0f} %)"
+
+
+def _import_cell(r: dict[str, Any]) -> str:
+    """Import throughput as a share of FTS5's, with both CPU figures (or why there is none)."""
+    imported = r.get("import")
+    if not imported:
+        return "not timed" if "import" in r else "not measured"
+    share = 100 * imported["facts_per_s"] / imported["fts_facts_per_s"]
+    return f"{share:.0f} % ({imported['cpu_us_per_fact']:.1f} / {imported['fts_cpu_us_per_fact']:.1f})"
 
 
 def _cpu_ratio(r: dict[str, Any]) -> str:
@@ -211,6 +271,7 @@ def _row(r: dict[str, Any]) -> list[object]:
         f"{r['ingest_facts_per_s']:,} / {r['fts_ingest_facts_per_s']:,}",
         f"{100 * r['ingest_facts_per_s'] / r['fts_ingest_facts_per_s']:.0f} %",
         _cpu_share(r),
+        _import_cell(r),
         f"{r['bytes_per_fact']} / {r['fts_bytes_per_fact']}",
         f"{r['bytes_per_fact'] / r['fts_bytes_per_fact']:.2f}x",
         f"{r['consolidation_cycle_ms']} / {r['read_every_fact_ms'] or 'not timed'}",
@@ -233,7 +294,7 @@ def run(quick: bool) -> dict[str, Any]:
         f"Cost at scale: graymatter (default config, keyword-only) beside FTS5, {len(queries)} queries",
         ["facts", "recall p50 / p99 ms", "FTS5 top-10 p50 / p99 ms", "recall/FTS5 p50",
          "recall CPU p50 / p99 ms (ratio p50)", "ingest facts/s (gm / FTS5)", "ingest vs FTS5",
-         "ingest CPU us/fact (gm / FTS5)",
+         "ingest CPU us/fact (gm / FTS5)", "import vs FTS5 (CPU us/fact gm / FTS5)",
          "bytes/fact (gm / FTS5)", "bytes ratio",
          "cycle ms / read-all ms", "load 1m"],
         [_row(r) for r in records],
