@@ -128,9 +128,9 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         clean = [self._text(t) for t in texts]
         prov = _with_session(check.provenance(provenance), check.session(session))
         label = check.confidence(confidence)
+        vectors = self._embeddings.embed_batch(clean)  # outside the pause: a provider allocates its own way
         with gc_paused():  # many acyclic objects at once (memory_core.gc_paused)
             facts = self._new_facts(agent_id, clean, label, prov)
-            vectors = self._embeddings.embed_batch(clean)
             self.store.add_facts(facts, vectors, self._embeddings.model_id)
         self._after_write(agent_id, embedded=vectors[0] is not None if vectors else False, count=len(facts))
         return facts
