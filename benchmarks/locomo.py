@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import timedelta
 from typing import Any
 
 from benchmarks.bm25_baseline import BM25Index
@@ -34,8 +33,11 @@ from benchmarks.locomo_data import (
     Scores,
     evaluate,
     load_conversations,
-    session_time,
+    write_dated,
+    write_plain,
 )
+from benchmarks.locomo_misses import HEADERS as MISS_HEADERS
+from benchmarks.locomo_misses import measure as measure_misses
 
 K = 10
 DEPTH = 50  # ranks scored for MRR (hit@10 uses the first 10)
@@ -78,52 +80,9 @@ def _memory(
         config = MemoryConfig(async_consolidate=False)
         memory = Memory(directory, config=config, embedder=embedder, summariser=None)
         if not memory.list(conv.sample_id):
-            (_write_dated if dated else _write)(memory, task, conv, sessions)
+            (write_dated if dated else write_plain)(memory, task, conv, sessions)
         _open[f"{key}:{conv.sample_id}"] = memory
     return memory
-
-
-def _write(memory: Any, task: str, conv: Conversation, sessions: str) -> None:
-    if task == "observations":
-        memory.remember_many(conv.sample_id, [o.text for o in conv.observations])
-        return
-    for number in dict.fromkeys(t.session for t in conv.turns):
-        texts = [t.fact_text for t in conv.turns if t.session == number]
-        session = f"{conv.sample_id}/session-{number}" if sessions == "locomo" else conv.sample_id
-        memory.remember_many(conv.sample_id, texts, session=session)
-
-
-def _write_dated(memory: Any, task: str, conv: Conversation, sessions: str) -> None:
-    """The task's facts imported with their session's date as ``created_at``, one second apart, in order."""
-    from graymatter.ids import new_ulid
-    from graymatter.models import ExportBundle, Fact, Provenance, utcnow
-
-    starts = {t.session: session_time(t.session_date) for t in conv.turns}
-    if task == "observations":
-        items = [(o.session, o.text, None) for o in conv.observations]
-    else:
-        one = sessions != "locomo"
-        items = [
-            (t.session, t.fact_text, conv.sample_id if one else f"{conv.sample_id}/session-{t.session}")
-            for t in conv.turns
-        ]
-    rows = []
-    for i, (number, text, session) in enumerate(items):
-        start = starts.get(number)
-        assert start is not None, f"{conv.sample_id}: session {number} has no date"
-        at = start + timedelta(seconds=i)
-        fid = new_ulid(int(at.timestamp() * 1000))
-        rows.append(
-            Fact(
-                id=fid,
-                agent_id=conv.sample_id,
-                text=text,
-                created_at=at,
-                accessed_at=at,
-                provenance=Provenance(session=session),
-            )
-        )
-    memory.import_bundle(ExportBundle(exported_at=utcnow(), facts=rows, checkpoints=[], links=[]))
 
 
 def _owners(units: Sequence[Unit]) -> dict[str, list[str]]:
@@ -335,6 +294,7 @@ def run(quick: bool) -> dict[str, Any]:
     try:
         turns, turn_rows = _task("turns", conversations)
         observations, observation_rows = _task("observations", conversations)
+        misses, miss_rows = _misses(conversations)
     finally:
         while _open:
             _open.popitem()[1].close()
@@ -355,6 +315,8 @@ def run(quick: bool) -> dict[str, Any]:
             observation_rows,
         )
     )
+    out["observation_misses"] = misses
+    tables.append(print_table("LoCoMo observation task: why questions are missed", MISS_HEADERS, miss_rows))
     out["target"] = {"turns": TARGET, "observations": OBSERVATION_TARGET, "judged_on": "held-out"}
     out["reference"] = REFERENCE
     out["target_met"] = _met(turns[DEFAULT_LABEL], TARGET, "held-out")
@@ -376,6 +338,14 @@ def run(quick: bool) -> dict[str, Any]:
         print("embed extra not installed: its rows were not measured (pip install 'graymatter[embed]')")
     out["tables"] = tables
     return out
+
+
+def _misses(conversations: list[Conversation]) -> tuple[dict[str, Any], list[list[object]]]:
+    """The observation outcomes of the default (and embed) system per split (:mod:`.locomo_misses`)."""
+    systems = [(DEFAULT_LABEL, _graymatter("observations"))]
+    if embed_installed():
+        systems.append((EMBED_LABEL, _graymatter("observations", embedder=_onnx)))
+    return measure_misses(systems, conversations, SPLITS)
 
 
 def _embed_verdict(turns: dict[str, Any], observations: dict[str, Any]) -> dict[str, Any]:

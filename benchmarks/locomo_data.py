@@ -1,4 +1,4 @@
-"""LoCoMo turn-retrieval task: loading the development split and scoring ranked results.
+"""LoCoMo retrieval tasks: loading the development split, writing its facts, scoring ranked results.
 
 The data is read at run time from the shared location (never copied into the repository): every
 turn becomes one fact ``"<speaker>: <text>"`` with its session date as metadata; every question of
@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -188,3 +188,47 @@ def evaluate(
         for question in conv.questions:
             scores.add(question.category, rank(question.text), question.evidence)
     return scores
+
+
+def write_plain(memory: Any, task: str, conv: Conversation, sessions: str) -> None:
+    """The task's facts written all at once (``remember_many``; turns with their session)."""
+    if task == "observations":
+        memory.remember_many(conv.sample_id, [o.text for o in conv.observations])
+        return
+    for number in dict.fromkeys(t.session for t in conv.turns):
+        texts = [t.fact_text for t in conv.turns if t.session == number]
+        session = f"{conv.sample_id}/session-{number}" if sessions == "locomo" else conv.sample_id
+        memory.remember_many(conv.sample_id, texts, session=session)
+
+
+def write_dated(memory: Any, task: str, conv: Conversation, sessions: str) -> None:
+    """The task's facts imported with their session's date as ``created_at``, one second apart, in order."""
+    from graymatter.ids import new_ulid
+    from graymatter.models import ExportBundle, Fact, Provenance, utcnow
+
+    starts = {t.session: session_time(t.session_date) for t in conv.turns}
+    if task == "observations":
+        items = [(o.session, o.text, None) for o in conv.observations]
+    else:
+        one = sessions != "locomo"
+        items = [
+            (t.session, t.fact_text, conv.sample_id if one else f"{conv.sample_id}/session-{t.session}")
+            for t in conv.turns
+        ]
+    rows = []
+    for i, (number, text, session) in enumerate(items):
+        start = starts.get(number)
+        assert start is not None, f"{conv.sample_id}: session {number} has no date"
+        at = start + timedelta(seconds=i)
+        fid = new_ulid(int(at.timestamp() * 1000))
+        rows.append(
+            Fact(
+                id=fid,
+                agent_id=conv.sample_id,
+                text=text,
+                created_at=at,
+                accessed_at=at,
+                provenance=Provenance(session=session),
+            )
+        )
+    memory.import_bundle(ExportBundle(exported_at=utcnow(), facts=rows, checkpoints=[], links=[]))
