@@ -5,8 +5,9 @@ processes on one database.
 Recall: one store per backend holds the corpus (``benchmarks.corpus``; vectors from the deterministic
 ``HashingEmbedder``, 256 dimensions); the same natural-language questions are recalled top-8 after a
 warm-up, keyword-only and with vectors, through ``Memory.recall`` (access bookkeeping is queued off the
-answer's path). SQLite is the baseline measured in the same run, query by query in turn with PostgreSQL
-(ratio = PostgreSQL / SQLite); "same answers" counts the questions whose top 8 came back with the same
+answer's path). SQLite is the baseline measured in the same run, query by query in turn with
+PostgreSQL, after both stores' loads are written back (a checkpoint and ``sync``) (ratio = PostgreSQL /
+SQLite); "same answers" counts the questions whose top 8 came back with the same
 texts and scores, in the same order, from both (both stores are loaded alike, so above about 5,000
 postings a question is answered from the same posting window by both). Round
 trips are counted on the wire (``tests/support/pg_roundtrips.py``: the Sync and Query messages after
@@ -109,6 +110,17 @@ def _pg_bytes(dsn: str) -> int:
     return int(row[0]) if row and row[0] else 0
 
 
+def _settle(dsn: str) -> None:
+    """After the loads: write back what they left dirty (PostgreSQL's buffers by a checkpoint, which it
+    would otherwise do in the background for minutes, and the kernel's page cache for both stores), so
+    the recall figures are not taken during that write-back."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+    os.sync()
+
+
 def _dir_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
@@ -202,6 +214,7 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
         sqlite_dir = cache_dir() / f"pg-scale-sqlite-{size}"
         load_pg = _load(PostgresStore(dsn, max_size=4), texts, vectors=vectors)
         load_lite = _load(SQLiteStore(sqlite_dir), texts, vectors=vectors)
+        _settle(dsn)
         trips = _round_trips(dsn, questions)
         seconds = {"postgres": round(load_pg, 1), "sqlite": round(load_lite, 1)}
         entry: dict[str, Any] = {"facts": size, "round_trips": trips, "load_s": seconds, "modes": {}}
