@@ -32,10 +32,10 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import cast, overload
 
 from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.models import Fact, SignalWeights
+from graymatter.retrieval.keyword_order import KeywordOrder, keyword_only
 
 NEAR_TIE = 0.02
 """Keyword scores within this share of their tier's best are equally strong evidence: recency orders them.
@@ -143,9 +143,9 @@ def order(
 ) -> Sequence[Scored]:
     """Score every candidate (``ranks``: id -> keyword, vector, recency rank; ``info``: id -> created_at,
     confidence) and return them in the total order. Zero fused scores are dropped."""
-    by_rank = _keyword_only(ranks, weights, k, confidence_weight)
+    by_rank = keyword_only(ranks, weights.keyword, k, confidence_weight)
     if by_rank is not None:
-        return _KeywordOrder(by_rank, info, weights.keyword, k)
+        return KeywordOrder(by_rank, info, weights.keyword, k, Scored)
     # rrf_score and confidence_factor inlined (the same operations in the same order, so the same floats):
     # this loop runs once per candidate of every recall.
     wk, wv, wr = weights.keyword, weights.vector, weights.recency
@@ -173,59 +173,6 @@ def order(
 
 
 _KEY = operator.itemgetter(0, 1, 2)
-
-
-def _keyword_only(
-    ranks: Mapping[str, tuple[int, int, int]], weights: SignalWeights, k: int, confidence_weight: float
-) -> list[str] | None:
-    """The ids by keyword rank when only the keyword signal ranked (ranks 1..n, each once), every
-    confidence factor is 1 and the fused scores fall strictly with the rank: then the total order is the
-    keyword order, and nothing needs sorting. ``None`` otherwise."""
-    count = len(ranks)
-    # A normal weight over k + rank <= 2**40 falls by at least 2**-40 of itself per rank: never a tie.
-    if confidence_weight != 0.0 or not 1e-290 < weights.keyword < 1e290 or not 0 <= k <= 2**40 - count:
-        return None
-    by_rank: list[str | None] = [None] * count
-    for fact_id, (keyword_rank, vector_rank, recency_rank) in ranks.items():
-        if (
-            vector_rank
-            or recency_rank
-            or not 0 < keyword_rank <= count
-            or by_rank[keyword_rank - 1] is not None
-        ):
-            return None
-        by_rank[keyword_rank - 1] = fact_id
-    return cast(list[str], by_rank)
-
-
-class _KeywordOrder(Sequence[Scored]):
-    """:func:`order`'s answer when only the keyword signal ranked: the rows are built as they are read
-    (:func:`select` reads about ``top_k`` of them), each exactly as :func:`order` builds it."""
-
-    def __init__(self, ids: list[str], info: Mapping[str, tuple[datetime, str]], weight: float, k: int):
-        self._ids, self._info, self._weight, self._k = ids, info, weight, k
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def _row(self, index: int) -> Scored:
-        rank = index + 1
-        base = 0.0 + self._weight / (self._k + rank)
-        fact_id = self._ids[index]
-        return Scored(fact_id, self._info[fact_id][0], rank, 0, 0, base, 1.0, base * 1.0)
-
-    @overload
-    def __getitem__(self, index: int) -> Scored: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[Scored]: ...
-    def __getitem__(self, index: int | slice) -> Scored | list[Scored]:
-        if isinstance(index, slice):
-            return [self._row(i) for i in range(*index.indices(len(self._ids)))]
-        if index < 0:
-            index += len(self._ids)
-        if not 0 <= index < len(self._ids):
-            raise IndexError(index)
-        return self._row(index)
 
 
 def select(

@@ -164,20 +164,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     pool = max(request.candidate_pool, request.top_k)
     weights = request.weights
 
-    # The vector signal (query embedding + cosine search) runs in a worker thread while the keyword
-    # searches run here: numpy, SQLite and HTTP embedders all release the GIL.
-    vector_job: Future[tuple[dict[str, float], bool]] | None = None
-    if embedder is not None and request.query.strip() and weights.vector > 0:
-        vector_job = _workers().submit(
-            _vector_candidates,
-            vector_store,
-            embedder,
-            request.query,
-            agent_ids,
-            pool,
-            confidences,
-            request.min_vector_similarity,
-        )
+    vector_job = _start_vector(vector_store, request, embedder, agent_ids, pool, confidences)
     groups = alias_groups(store, agent_ids) if _informative(request.query) else []
     terms, evidence = _keyword_signal(store, request, agent_ids, pool, confidences, groups)
     similarity, vector_used = vector_job.result() if vector_job is not None else ({}, False)
@@ -205,10 +192,10 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
     load = _fact_loader(store, allowed)
-    # Facts are loaded ``top_k`` at a time: a recall whose best ``top_k`` are distinct live facts decodes
-    # exactly those (select walks on, one more read per batch, past repeated texts or retired facts).
-    batch = request.top_k
-    results = select(ordered, load, top_k=request.top_k, min_relevance=request.min_relevance, batch=batch)
+    # Loaded ``top_k`` at a time: a recall whose best ``top_k`` are distinct live facts decodes just those.
+    results = select(
+        ordered, load, top_k=request.top_k, min_relevance=request.min_relevance, batch=request.top_k
+    )
     sources = {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources}
     return RecallOutcome(
         results,
@@ -218,6 +205,22 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         _relevance(store, request, groups, results, similarity, sources),
         weights,
     )
+
+
+def _start_vector(
+    store: Store,
+    request: RecallRequest,
+    embedder: QueryEmbedder | None,
+    agent_ids: list[str],
+    pool: int,
+    confidences: list[str] | None,
+) -> Future[tuple[dict[str, float], bool]] | None:
+    """The vector signal (query embedding + cosine search) started in a worker thread, so that it runs
+    while the keyword searches run in the caller's: numpy, SQLite and HTTP embedders release the GIL."""
+    if embedder is None or not request.query.strip() or request.weights.vector <= 0:
+        return None
+    args = (store, embedder, request.query, agent_ids, pool, confidences, request.min_vector_similarity)
+    return _workers().submit(_vector_candidates, *args)
 
 
 def _weigh(
