@@ -20,7 +20,6 @@ session 3") and are round values in the middle of a flat optimum, not per-datase
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 import sqlite3
 import threading
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from graymatter.retrieval.keyword import KeywordEvidence
+from graymatter.retrieval.memo import remember_bounded
 from graymatter.retrieval.relevance import coverage, stems, word_groups
 from graymatter.store.base import Store
 from graymatter.store.fts import CACHE_MAX_CHARS, FTS_TOKENIZER, FtsTokenizer
@@ -210,13 +210,7 @@ def _count(remembered: int, read: int) -> None:
 
 
 def _remember(text: str, every: frozenset[str]) -> None:
-    if len(_KNOWN) >= KNOWN_ENTRIES:
-        try:
-            for old in list(itertools.islice(_KNOWN, KNOWN_ENTRIES // 8)):
-                _KNOWN.pop(old, None)
-        except RuntimeError:  # another thread changed it meanwhile
-            _KNOWN.clear()
-    _KNOWN[text] = every
+    remember_bounded(_KNOWN, text, every, KNOWN_ENTRIES)
 
 
 def _read_stems(texts: Sequence[str], wanted: Collection[str] | None, years: bool) -> list[frozenset[str]]:

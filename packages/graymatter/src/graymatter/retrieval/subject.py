@@ -17,9 +17,9 @@ session 5"); ``RecallRequest.subject_weight = 0`` disables it.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 
+from graymatter.retrieval.memo import remember_bounded
 from graymatter.retrieval.query import _TOKEN, STOP_WORDS, normalise
 from graymatter.store.fts import FtsTokenizer
 
@@ -53,13 +53,7 @@ def _lead(text: str) -> str | None:
     except KeyError:
         pass
     word = leading_word(text)
-    if len(_KNOWN) >= KNOWN_ENTRIES:
-        try:
-            for old in list(itertools.islice(_KNOWN, KNOWN_ENTRIES // 8)):
-                _KNOWN.pop(old, None)
-        except RuntimeError:  # another thread changed it meanwhile
-            _KNOWN.clear()
-    _KNOWN[text] = word
+    remember_bounded(_KNOWN, text, word, KNOWN_ENTRIES)
     return word
 
 
