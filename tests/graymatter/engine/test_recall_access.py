@@ -59,3 +59,29 @@ def test_close_writes_what_is_queued(tmp_path: Path) -> None:
         memory.recall("a", "deploy")
     with Memory(tmp_path / "gm", config=config, embedder=None, summariser=None) as memory:
         assert memory.store.get_facts([fact.id])[0].access_count == 1
+
+
+def test_a_flush_of_repeated_accesses_is_one_write_with_exact_counts(
+    make_memory: Callable[..., Memory],
+) -> None:
+    """Each commit makes every other connection drop the pages it cached, so a flush commits once on
+    SQLite, however often an id was recalled (it used to commit once per round of repeated ids)."""
+    memory = make_memory()
+    ids = [f.id for f in memory.remember_many("a", ["one", "two", "three"])]
+    store = memory.store
+    real_write = store._write
+    writes: list[int] = []
+
+    def counted(work: Callable[..., object]) -> object:
+        writes.append(1)
+        return real_write(work)
+
+    store._write = counted  # type: ignore[method-assign]  # counts, then writes for real
+    log = AccessLog(store, delay_s=3600.0)
+    for times, fact_ids in ((5, ids[:1]), (3, ids[:3]), (1, ids[1:2])):
+        for _ in range(times):
+            log.add(fact_ids, utcnow())
+    log.flush()
+    assert writes == [1]
+    assert _counts(memory, ids) == [8, 4, 3]
+    log.close()

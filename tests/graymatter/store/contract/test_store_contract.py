@@ -179,6 +179,19 @@ def test_pin_record_access_weights_and_prune(store_factory: StoreFactory) -> Non
     assert store.get_facts([drop.id]) == []
 
 
+def test_record_accesses_adds_each_count_to_live_facts_only(store_factory: StoreFactory) -> None:
+    store = store_factory()
+    often, once, gone = fact("a", "often", 1), fact("a", "once", 2), fact("a", "gone", 3)
+    store.add_facts([often, once, gone])
+    store.supersede([gone.id], often.id)
+    later = T0 + timedelta(days=2)
+    store.record_accesses({often.id: 4, once.id: 1, gone.id: 2, "unknown": 3}, later)
+    store.record_accesses({}, later)
+    got = {f.id: f for f in store.get_facts([often.id, once.id, gone.id])}
+    assert [got[i].access_count for i in (often.id, once.id, gone.id)] == [4, 1, 0]
+    assert got[often.id].accessed_at == later and got[once.id].accessed_at == later
+
+
 def test_checkpoints_latest_list_and_never_overwritten(store_factory: StoreFactory) -> None:
     store = store_factory()
     assert store.latest_checkpoint("a") is None

@@ -1,7 +1,7 @@
 """Recall's access bookkeeping, off the answer's path: queued, then written by one worker thread.
 
-A recall queues the ids it returned and answers; a daemon worker writes the queue (``Store.record_access``,
-one transaction per round of repeated ids) ``DELAY_S`` after the first queued id, or at once when
+A recall queues the ids it returned and answers; a daemon worker writes the queue (``Store.record_accesses``:
+one transaction on SQLite, whatever the counts) ``DELAY_S`` after the first queued id, or at once when
 ``MAX_PENDING`` ids wait. Everything that shows or uses access data (``get``, listings, stats, exports,
 consolidation) and ``close`` call :meth:`AccessLog.flush` first, so they see every recall made before.
 An access time is the newest recall of the flushed batch (at most ``DELAY_S`` later than the real one).
@@ -64,8 +64,7 @@ class AccessLog:
             if not pending or latest is None:
                 return
             try:
-                for round_ in range(1, max(pending.values()) + 1):
-                    self._store.record_access([i for i, n in pending.items() if n >= round_], latest)
+                self._store.record_accesses(pending, latest)
             except GraymatterError as exc:  # e.g. a read-only store: recall already answered
                 log.warning("access bookkeeping skipped: %s", exc)
 

@@ -157,6 +157,10 @@ class Store(Protocol):
     def record_access(self, fact_ids: Sequence[str], at: datetime) -> None:
         """One write: ``access_count += 1`` and ``accessed_at = at`` for the live facts given."""
 
+    def record_accesses(self, counts: Mapping[str, int], at: datetime) -> None:
+        """``access_count += n`` and ``accessed_at = at`` for each live fact id and count ``n`` (≥ 1) given:
+        the access bookkeeping of many recalls at once."""
+
     def update_weights(self, weights: dict[str, float]) -> int:
         """Set decayed weights (only ever lowered by callers); return the number of rows changed."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -143,6 +143,12 @@ class PostgresFactWrites(PostgresVectors):
                 (at, ids),
             )
         )
+
+    def record_accesses(self, counts: Mapping[str, int], at: datetime) -> None:
+        """``access_count += n`` per id: one ``record_access`` write per round of repeated ids (each takes
+        its rows' locks in id order, so two writers never deadlock)."""
+        for round_ in range(1, max(counts.values(), default=0) + 1):
+            self.record_access([i for i, n in counts.items() if n >= round_], at)
 
     def update_weights(self, weights: dict[str, float]) -> int:
         """Set decayed weights (only ever lowered by callers); return the number of rows changed."""

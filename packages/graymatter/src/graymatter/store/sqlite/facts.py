@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -279,6 +279,27 @@ class SQLiteFactWrites(SQLiteConnections):
                     f"WHERE superseded_by IS NULL AND id IN ({placeholders(len(chunk))})",
                     [stamp, *chunk],
                 )
+
+        self._write(work)
+
+    def record_accesses(self, counts: Mapping[str, int], at: datetime) -> None:
+        """One write for many recalls: ``access_count += n`` per id (grouped by n), ``accessed_at = at``."""
+        by_count: dict[int, list[str]] = {}
+        for fact_id, n in counts.items():
+            if n > 0:
+                by_count.setdefault(n, []).append(fact_id)
+        if not by_count:
+            return
+        stamp = to_micros(at)
+
+        def work(c: sqlite3.Connection) -> None:
+            for n, ids in sorted(by_count.items()):
+                for chunk in chunks(ids):
+                    c.execute(
+                        "UPDATE facts SET access_count = access_count + ?, accessed_at = max(accessed_at, ?) "
+                        f"WHERE superseded_by IS NULL AND id IN ({placeholders(len(chunk))})",
+                        [n, stamp, *chunk],
+                    )
 
         self._write(work)
 
