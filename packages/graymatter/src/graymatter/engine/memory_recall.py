@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, Unpack
+from collections.abc import Sequence
+from typing import Unpack
 
 from graymatter import validation as check
 from graymatter.constants import SHARED_AGENT_ID, Confidence
@@ -21,30 +21,13 @@ from graymatter.models import (
     utcnow,
 )
 from graymatter.retrieval.pipeline import RecallOutcome, RecallRequest, run_recall
+from graymatter.trusted import constructor
 
 log = logging.getLogger("graymatter")
 
-_HIT_FIELDS = frozenset(RecallHit.model_fields)
-
-
-def _hit_fast(fields: dict[str, Any]) -> RecallHit:
-    """``RecallHit.model_construct`` for the complete fields ``hit_fields`` gives, without its per-field
-    default handling (a recall builds one per result)."""
-    hit = RecallHit.__new__(RecallHit)
-    object.__setattr__(hit, "__dict__", fields)
-    object.__setattr__(hit, "__pydantic_fields_set__", set(_HIT_FIELDS))
-    object.__setattr__(hit, "__pydantic_extra__", None)
-    object.__setattr__(hit, "__pydantic_private__", None)
-    return hit
-
-
-def _hit_public(fields: dict[str, Any]) -> RecallHit:
-    return RecallHit.model_construct(**fields)
-
-
-def _pick_hit_constructor() -> Callable[[dict[str, Any]], RecallHit]:
-    """The fast constructor only if it is indistinguishable from ``model_construct`` here."""
-    sample: dict[str, Any] = {
+_hit = constructor(
+    RecallHit,
+    {
         "id": "01ARZ3NDEKTSV4RRFFQ69G5FAV",
         "agent_id": "a",
         "text": "t",
@@ -55,17 +38,9 @@ def _pick_hit_constructor() -> Callable[[dict[str, Any]], RecallHit]:
         "confidence": "inferred",
         "pinned": False,
         "relevance": None,
-    }
-    try:
-        fast, slow = _hit_fast(dict(sample)), _hit_public(dict(sample))
-        if fast == slow and fast.model_fields_set == slow.model_fields_set and set(sample) == _HIT_FIELDS:
-            return _hit_fast
-    except Exception:  # a future pydantic changed its internals: the public API
-        pass
-    return _hit_public
-
-
-_hit = _pick_hit_constructor()
+    },
+)
+"""A recall hit from complete fields (one per result), without ``model_construct``'s per-field work."""
 
 
 class RecallMethods(MemoryCore):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, get_args
 
@@ -12,6 +12,7 @@ from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import SESSION_MAX_CHARS, Fact, Interface, Provenance
 from graymatter.store.rows import Dialect
+from graymatter.trusted import constructor
 
 T = TypeVar("T")
 
@@ -19,7 +20,6 @@ _KINDS = ("fact", "alias")
 _INTERFACES = frozenset(get_args(Interface))
 _PROVENANCE_CACHE: dict[str, Provenance] = {}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_FACT_FIELDS = frozenset(Fact.model_fields)
 
 
 def to_micros(moment: datetime) -> int:
@@ -76,23 +76,9 @@ def _provenance(raw: str) -> Provenance:
     return cached
 
 
-def _construct_fact_fast(values: dict[str, Any]) -> Fact:
-    """``Fact.model_construct`` for complete, trusted rows, without its per-field default handling."""
-    fact = Fact.__new__(Fact)
-    object.__setattr__(fact, "__dict__", values)
-    object.__setattr__(fact, "__pydantic_fields_set__", set(_FACT_FIELDS))
-    object.__setattr__(fact, "__pydantic_extra__", None)
-    object.__setattr__(fact, "__pydantic_private__", None)
-    return fact
-
-
-def _construct_fact_public(values: dict[str, Any]) -> Fact:
-    return Fact.model_construct(**values)
-
-
-def _pick_fact_constructor() -> Callable[[dict[str, Any]], Fact]:
-    """Use the fast constructor only if it is indistinguishable from ``model_construct`` here."""
-    sample: dict[str, Any] = {
+_construct_fact = constructor(
+    Fact,
+    {
         "id": "01ARZ3NDEKTSV4RRFFQ69G5FAV",
         "agent_id": "a",
         "text": "t",
@@ -107,17 +93,10 @@ def _pick_fact_constructor() -> Callable[[dict[str, Any]], Fact]:
         "pinned_at": None,
         "confidence": "inferred",
         "provenance": Provenance.model_construct(),
-    }
-    try:
-        fast, slow = _construct_fact_fast(dict(sample)), _construct_fact_public(sample)
-        if fast == slow and fast.model_fields_set == slow.model_fields_set and fast.live:
-            return _construct_fact_fast
-    except Exception:  # a future pydantic changed its internals: fall back to the public API
-        pass
-    return _construct_fact_public
-
-
-_construct_fact = _pick_fact_constructor()
+    },
+    accept=lambda fact: fact.live,
+)
+"""A fact from a complete, trusted row (the hot read path), without ``model_construct``'s per-field work."""
 
 
 def decode_fact(row: Sequence[Any]) -> Fact:
