@@ -115,7 +115,7 @@ def test_an_older_store_migrates_keeping_every_fact_and_every_order(tmp_path: Pa
     assert keys == stored and len(keys) == 61 and int(mark) >= 61
 
 
-def test_a_fact_enters_the_row_the_full_text_index_and_three_indexes(tmp_path: Path) -> None:
+def test_a_fact_enters_the_row_the_full_text_index_and_two_indexes(tmp_path: Path) -> None:
     """The write path's cost pinned as structure: which indexes a new keyword-only fact is written to."""
     db = tmp_path / "s" / DB_FILENAME
     with Memory(tmp_path / "s", config=MemoryConfig(), embedder=None, summariser=None) as memory:
@@ -127,7 +127,6 @@ def test_a_fact_enters_the_row_the_full_text_index_and_three_indexes(tmp_path: P
     assert {name: stat.split()[0] for name, stat in holding.items()} == {
         "sqlite_autoindex_facts_1": "20",
         "facts_listing": "20",
-        "facts_decay_fresh": "20",
     }
 
 
@@ -152,9 +151,10 @@ def test_a_bulk_write_is_one_insert_per_row_and_a_fixed_number_of_other_statemen
     others = [s for s in large if not s.startswith("INSERT INTO facts (")]
     assert len(inserts) == 500 and all(s.startswith(_SHORT + ") VALUES") for s in inserts)
     assert len(small) - 10 == len(others)
-    assert [s.split("(")[0].split(" WHERE")[0].strip() for s in others] == [
+    assert [s.split("(")[0].split(" WHERE")[0].split(" = ")[0].strip() for s in others] == [
         "BEGIN IMMEDIATE",
         "SELECT value FROM meta",
+        "UPDATE meta SET value",  # the agent's decay mark, lowered only by an older fact (schema 7)
         "SELECT coalesce",
         "INSERT INTO facts_fts",
         "COMMIT",

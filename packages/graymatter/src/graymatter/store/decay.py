@@ -32,6 +32,14 @@ def decay_indexes(facts_table: str, time_type: str) -> list[str]:
     ]
 
 
+def due_query(table: str, mark: str) -> str:
+    """The facts of an agent visited before and due again (params: agent, now, limit), due first."""
+    return (
+        f"SELECT {FACT_COLUMNS} FROM {table} WHERE agent_id = {mark} AND decay_due_at IS NOT NULL "
+        f"AND {DECAY_SCOPE} AND decay_due_at <= {mark} ORDER BY decay_due_at, id LIMIT {mark}"
+    )
+
+
 class SharedDecay:
     """``decay_due`` and ``record_decay`` of the ``Store`` protocol (a mixin over the backend's Dialect)."""
 
@@ -51,10 +59,7 @@ class SharedDecay:
             return []
         d = self._dialect
         table, m = d.table("facts"), d.mark
-        due = (
-            f"SELECT {FACT_COLUMNS} FROM {table} WHERE agent_id = {m} AND decay_due_at IS NOT NULL "
-            f"AND {DECAY_SCOPE} AND decay_due_at <= {m} ORDER BY decay_due_at, id LIMIT {m}"
-        )
+        due = due_query(table, m)
         fresh = (
             f"SELECT {FACT_COLUMNS} FROM {table} WHERE agent_id = {m} AND decay_due_at IS NULL "
             f"AND {DECAY_SCOPE} AND accessed_at <= {m} ORDER BY accessed_at, id LIMIT {m}"

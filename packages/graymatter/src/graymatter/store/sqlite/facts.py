@@ -21,6 +21,7 @@ from graymatter.store.rows import (
     fact_values,
 )
 from graymatter.store.sqlite.connection import SQLiteConnections
+from graymatter.store.sqlite.decay import HOUR_US, lower_marks
 from graymatter.store.sqlite.rows import chunks, placeholders, text_hash, to_micros
 from graymatter.store.sqlite.schema import INDEXED_SQL
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
@@ -148,6 +149,7 @@ def _insert_facts(
 ) -> None:
     """Rows (one ``executemany``; full-text entries by trigger) and the usable vectors."""
     model = current_model(c)
+    lower_marks(c, facts)
     if model is None:  # keyword-only store: no fact waits for a vector, none is stored
         _insert_keyword_only(c, facts)
         return
@@ -213,6 +215,7 @@ class SQLiteFactWrites(SQLiteConnections):
         def work(c: sqlite3.Connection) -> tuple[int, int]:
             model = current_model(c)
             fresh = _unknown(c, facts)
+            lower_marks(c, fresh)
             if model is None:
                 _insert_keyword_only(c, fresh)
             else:
@@ -254,10 +257,11 @@ class SQLiteFactWrites(SQLiteConnections):
         def work(c: sqlite3.Connection) -> list[str]:
             changed = []
             for fact_id in ids:
-                cursor = c.execute(
-                    "UPDATE facts SET pinned = ?, pinned_at = ? WHERE id = ? AND superseded_by IS NULL "
-                    "AND pinned != ?",
-                    (int(pinned), to_micros(at) if pinned else None, fact_id, int(pinned)),
+                cursor = c.execute(  # an unpinned fact never visited is due an hour after its last access
+                    "UPDATE facts SET pinned = ?, pinned_at = ?, decay_due_at = CASE WHEN ? "
+                    f"THEN decay_due_at ELSE coalesce(decay_due_at, accessed_at + {HOUR_US}) END "
+                    "WHERE id = ? AND superseded_by IS NULL AND pinned != ?",
+                    (int(pinned), to_micros(at) if pinned else None, int(pinned), fact_id, int(pinned)),
                 )
                 if cursor.rowcount:
                     changed.append(fact_id)

@@ -15,7 +15,7 @@ DB_FILENAME = "graymatter.db"
 SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
 """A fact's session id, spelled exactly as the ``facts_session`` index spells it (NULL, never an error,
 for a provenance that is not JSON: such a row is reported as corrupt when it is decoded)."""
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 INDEXED_SQL = "{row}kind = 'fact' AND {row}superseded_by IS NULL"
 """The rows the full-text index holds (live facts), for the triggers that keep it so (``{row}``: a prefix)."""
 
@@ -139,6 +139,18 @@ _MIGRATIONS: dict[int, list[str]] = {
             UPDATE meta SET value = {_LAST_ROWID}
                 WHERE key = 'text_settled' AND CAST(value AS INTEGER) > {_LAST_ROWID};
             END""",
+    ],
+    # 7: disk and ingest, session 6 (docs/decisions/0011). ``facts_listing`` without the id (created-at
+    # ties, rare, are sorted by id from the rows: the same order and cursors as before) and no index of
+    # never-visited facts: each agent's creation mark in ``meta`` (store/sqlite/decay.py) replaces
+    # ``facts_decay_fresh``, set here to the agent's oldest never-visited fact in scope (or its newest fact).
+    7: [
+        "INSERT OR REPLACE INTO meta(key, value) SELECT 'decay_mark:' || agent_id, coalesce(min(CASE WHEN "
+        "decay_due_at IS NULL AND NOT pinned THEN created_at END), max(created_at)) FROM facts "
+        "WHERE kind = 'fact' GROUP BY agent_id",
+        "DROP INDEX facts_decay_fresh",
+        "DROP INDEX facts_listing",
+        "CREATE INDEX facts_listing ON facts(agent_id, kind, created_at, superseded_by)",
     ],
 }
 

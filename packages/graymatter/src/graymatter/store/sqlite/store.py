@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from graymatter.errors import StoreUnavailable
 from graymatter.fsutil import ensure_private_dir
-from graymatter.store.decay import SharedDecay
 from graymatter.store.sqlite import schema
+from graymatter.store.sqlite.decay import SQLiteDecay
 from graymatter.store.sqlite.facts import SQLiteFactWrites
 from graymatter.store.sqlite.files import create_database_file, validate_database_file
 from graymatter.store.sqlite.reads import SQLiteFactReads
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from graymatter.store.base import Store
 
 
-class SQLiteStore(SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLiteVectors, SharedDecay):
+class SQLiteStore(SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLiteVectors, SQLiteDecay):
     """The embedded store. Thread-safe: each thread uses its own connection."""
 
     kind = "sqlite"
