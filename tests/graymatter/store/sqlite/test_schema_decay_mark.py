@@ -1,4 +1,5 @@
-"""Schema 7: the listing index without the id, never-visited facts found behind a per-agent creation mark.
+"""Schema 7: the listing index without the id, never-visited facts found behind a per-agent creation mark,
+no text hash, default label or unused access moment in new rows.
 
 The 6 -> 7 migration keeps every row of every table (facts visited and not, pinned, tombstones, aliases,
 session turns, vectors, links, checkpoints, settled and unsettled text keys); the decay walk finds what the
@@ -19,6 +20,7 @@ from graymatter.config import MemoryConfig
 from graymatter.ids import new_ulid
 from graymatter.models import Fact
 from graymatter.store.sqlite import decay as sqlite_decay
+from graymatter.store.sqlite import facts as sqlite_facts
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.rows import at_micros, text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
@@ -223,3 +225,63 @@ def test_a_memory_cycle_after_an_hour_decays_facts_written_in_bulk(tmp_path: Pat
         assert [f.id for f in memory.store.decay_due("a", future, future - timedelta(hours=1), 100)] == [
             f.id for f in written
         ]
+
+
+def _raw(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql, params).fetchall()
+    finally:
+        conn.close()
+
+
+def test_rows_before_and_after_the_migration_read_and_filter_alike(tmp_path: Path) -> None:
+    """Schema 7 rows store the default label as '' and a never-used fact's access as 0, and no text hash;
+    rows written before keep 'inferred', the moment and the hash: every read and filter sees the same."""
+    _schema6_store(tmp_path / "s")
+    db = tmp_path / "s" / DB_FILENAME
+    with SQLiteStore(tmp_path / "s") as store:
+        new = [_fact(f"new fact {i} about the release train", NOW - timedelta(hours=i)) for i in range(3)]
+        new.append(_fact("new verified fact about the release train", NOW, confidence="verified"))
+        store.add_facts(new)
+        assert store.get_facts([f.id for f in new]) == new
+        stored = _raw(db, "SELECT confidence, accessed_at, text_hash FROM facts WHERE id = ?", new[0].id)
+        assert stored == [("", 0, None)]
+        legacy = [r for r in _fact_rows() if r[1] == "a" and r[3] == "fact" and r[8] is None]
+        inferred = {str(r[0]) for r in legacy if r[11] == "inferred"} | {f.id for f in new[:3]}
+        verified = {str(r[0]) for r in legacy if r[11] == "verified"} | {new[3].id}
+        page = store.facts_page("a", before=None, limit=100, confidence="inferred")
+        assert {f.id for f in page.facts} == inferred
+        assert {
+            f.id for f in store.facts_page("a", before=None, limit=100, confidence="verified").facts
+        } == verified
+        assert set(store.recent(["a"], 100, ["inferred"])) == inferred
+        hits = store.keyword_search(["a"], ["release"], 100, ["inferred"])
+        assert {h.fact_id for h in hits} == inferred
+        labels = {fid: label for fid, (_, label) in store.rank_info([*inferred, *verified]).items()}
+        assert labels == {**dict.fromkeys(inferred, "inferred"), **dict.fromkeys(verified, "verified")}
+
+
+def test_an_access_of_a_never_used_fact_keeps_the_later_moment(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s") as store:
+        fact = _fact("used later", NOW)
+        store.add_facts([fact])
+        store.record_access([fact.id], NOW - timedelta(days=1))  # earlier than its creation: kept
+        assert store.get_facts([fact.id])[0].accessed_at == NOW
+        store.record_accesses({fact.id: 2}, NOW + timedelta(hours=2))
+        got = store.get_facts([fact.id])[0]
+        assert (got.accessed_at, got.access_count) == (NOW + timedelta(hours=2), 3)
+
+
+def test_deleting_a_fact_removes_its_settled_key_hashed_in_sql(tmp_path: Path) -> None:
+    _schema6_store(tmp_path / "s")
+    db = tmp_path / "s" / DB_FILENAME
+    with SQLiteStore(tmp_path / "s") as store:
+        fresh = [_fact(f"settled later {i}", NOW) for i in range(3)]
+        store.add_facts(fresh)
+        store._write(lambda c: c.execute(sqlite_facts._SETTLE, (0,)))  # type: ignore[attr-defined]
+        keys = {int(r[0]): r[1] for r in _raw(db, "SELECT fact_rowid, text_hash FROM facts_text")}
+        assert keys[47] == text_hash("settled later 0")
+        assert store.delete_facts([_ulid(3), fresh[0].id]) == [_ulid(3), fresh[0].id]
+    rowids = {int(r[0]) for r in _raw(db, "SELECT fact_rowid FROM facts_text")}
+    assert 4 not in rowids and 47 not in rowids and {5, 48} <= rowids

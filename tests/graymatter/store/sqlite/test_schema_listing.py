@@ -23,7 +23,7 @@ _COLUMNS = (
 _COLUMNS += "text_hash"
 
 
-_SHORT = "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance, text_hash"
+_SHORT = "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance"
 
 
 def _ulid(i: int) -> str:

@@ -57,7 +57,7 @@ class SharedListings:
         d = self._dialect
         ids = list(dict.fromkeys(fact_ids))
         select = (
-            f"SELECT id, created_at, confidence FROM {d.table('facts')}"
+            f"SELECT id, created_at, {d.confidence} FROM {d.table('facts')}"
             " WHERE superseded_by IS NULL AND kind = 'fact' AND id {ids}"
         )
         out: dict[str, tuple[datetime, str]] = {}

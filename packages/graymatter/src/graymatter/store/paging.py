@@ -52,6 +52,8 @@ class PageSpelling:
     row_values: bool
     """Compare ``(created_at, id)`` as a row value (PostgreSQL); else spelled out so that SQLite ranges the
     index on ``created_at`` (an index without ``id`` cannot take the row value)."""
+    confidence: str = "confidence"
+    """An SQL expression for the fact's confidence label."""
 
     def beyond(self, op: str, moment: Any, fact_id: str) -> tuple[str, list[Any]]:
         """``(created_at, id) op (moment, fact_id)`` for ``op`` in ``<`` or ``>=``, with its params."""
@@ -87,7 +89,7 @@ def _filters(s: PageSpelling, f: PageFilters) -> tuple[list[str], list[Any]]:
     if f.pinned is not None:
         conds.append("pinned" if f.pinned else "NOT pinned")
     if f.confidence is not None:
-        conds.append(f"confidence = {m}")
+        conds.append(f"{s.confidence} = {m}")
         params.append(f.confidence)
     if f.interface is not None:
         conds.append(f"{s.interface} = {m}")

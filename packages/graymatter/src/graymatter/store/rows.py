@@ -42,6 +42,8 @@ class Dialect:
     """The column that orders facts as they were inserted."""
     json_check: str | None = None
     """SQL that is true when the ``state`` column holds well-formed JSON (``None``: checked in Python)."""
+    confidence: str = "confidence"
+    """SQL for a fact's confidence label (SQLite stores its default label as an empty text)."""
 
     def table(self, name: str) -> str:
         """The backend's name of a table."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from graymatter.errors import CorruptDatabase, StorageError, StoreUnavailable
+from graymatter.store.sqlite.rows import text_hash
 
 BUSY_TIMEOUT_MS = 5_000
 WRITE_RETRY_BUDGET_S = 120.0
@@ -146,6 +147,8 @@ class SQLiteConnections:
                 self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # exact-text keys are computed in SQL (the settle, the delete trigger: schema 7)
+            conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from None
         with self._conn_lock:

@@ -20,7 +20,7 @@ from typing import Any
 from graymatter.models import Fact
 from graymatter.store.decay import SharedDecay, due_query
 from graymatter.store.rows import FACT_COLUMNS
-from graymatter.store.sqlite.rows import DIALECT, chunks, placeholders, to_micros
+from graymatter.store.sqlite.rows import ACCESSED_SQL, DIALECT, chunks, placeholders, to_micros
 
 FRESH_SCAN = 10_000
 """The most listing entries one call walks past the mark (the walk resumes there next cycle)."""
@@ -29,7 +29,7 @@ MARK_KEY = "decay_mark:{}"
 """The ``meta`` key of an agent's creation mark (integer microseconds; absent: walk from the start)."""
 
 _WINDOW = (
-    "SELECT w.c, f.decay_due_at IS NULL AND NOT f.pinned, f.accessed_at, f.rowid FROM "
+    f"SELECT w.c, f.decay_due_at IS NULL AND NOT f.pinned, {ACCESSED_SQL.format(row='f.')}, f.rowid FROM "
     "(SELECT rowid AS r, created_at AS c FROM facts INDEXED BY facts_listing WHERE agent_id = ? "
     "AND kind = 'fact' AND created_at >= ? AND created_at <= ? ORDER BY created_at LIMIT ?) AS w "
     "JOIN facts AS f ON f.rowid = w.r ORDER BY w.c, f.id"
@@ -65,7 +65,7 @@ def _fresh(c: sqlite3.Connection, agent_id: str, fresh_before: int, limit: int) 
     recent = [w[3] for w in window if w[1] and w[2] > fresh_before]
     for chunk in chunks(recent):
         c.execute(
-            f"UPDATE facts SET decay_due_at = accessed_at + {HOUR_US} "
+            f"UPDATE facts SET decay_due_at = {ACCESSED_SQL.format(row='')} + {HOUR_US} "
             f"WHERE rowid IN ({placeholders(len(chunk))})",
             list(chunk),
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
@@ -22,11 +21,18 @@ from graymatter.store.rows import (
 )
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.decay import HOUR_US, lower_marks
-from graymatter.store.sqlite.rows import chunks, placeholders, text_hash, to_micros
+from graymatter.store.sqlite.rows import (
+    ACCESSED_SQL,
+    AS_CREATED,
+    chunks,
+    placeholders,
+    stored_label,
+    to_micros,
+)
 from graymatter.store.sqlite.schema import INDEXED_SQL
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
 
-_INSERT_FACT = f"INSERT INTO facts ({FACT_COLUMNS}, embed_state, text_hash) VALUES ({placeholders(16)})"
+_INSERT_FACT = f"INSERT INTO facts ({FACT_COLUMNS}, embed_state) VALUES ({placeholders(15)})"
 _INDEX_NEW = (
     "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND "
     + INDEXED_SQL.format(row="")
@@ -34,8 +40,8 @@ _INDEX_NEW = (
 """Full-text entries for the live facts inserted after a rowid (the write lock is held, so every row past
 the largest rowid seen at the transaction's start is one of ours). Schema 4's triggers retire entries."""
 _INSERT_PLAIN = (
-    "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance, text_hash) "
-    f"VALUES ({placeholders(8)})"
+    "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance) "
+    f"VALUES ({placeholders(7)})"
 )
 """A plain new fact's row: the other columns take their defaults (half the parameters of the full insert,
 a microsecond less per fact)."""
@@ -43,8 +49,14 @@ SETTLE_ROWS = 20_000
 """How many facts may wait past the settled mark before their exact-text keys are filled in (one sorted
 insert instead of a random index insert per fact; a text lookup scans at most this many rows by rowid)."""
 _MARKS = "SELECT coalesce(max(rowid), 0), (SELECT value FROM meta WHERE key = 'text_settled') FROM facts"
-_SETTLE = "INSERT OR IGNORE INTO facts_text SELECT text_hash, rowid FROM facts WHERE rowid > ? ORDER BY 1, 2"
-"""The exact-text keys of the facts past the settled mark, in key order (schema 5)."""
+_SETTLE = (
+    "INSERT OR IGNORE INTO facts_text SELECT gm_text_hash(text), rowid FROM facts "
+    "WHERE rowid > ? ORDER BY 1, 2"
+)
+"""The exact-text keys of the facts past the settled mark, in key order (schema 6; since schema 7 hashed here,
+not stored in the row)."""
+_LAST = ACCESSED_SQL.format(row="")
+"""A fact's last access (spelled short: the access updates below are long)."""
 
 
 def _provenances(facts: Sequence[Fact]) -> dict[int, str]:
@@ -66,7 +78,7 @@ def _provenances(facts: Sequence[Fact]) -> dict[int, str]:
 
 def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> list[tuple[Any, ...]]:
     """The insert parameters of each fact (:data:`_INSERT_FACT`); a moment shared by consecutive columns
-    is converted once."""
+    is converted once, and a last access equal to the creation is stored as :data:`AS_CREATED`."""
     provenances = _provenances(facts)
     last: list[Any] = [None, 0]  # the moment converted last (a new fact's created_at is its accessed_at)
 
@@ -75,10 +87,13 @@ def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -
             last[0], last[1] = moment, to_micros(moment)
         return int(last[1])
 
-    return [
-        (*fact_values(fact, micros, provenances), state, text_hash(fact.text))
-        for fact, state in zip(facts, states, strict=True)
-    ]
+    rows = []
+    for fact, state in zip(facts, states, strict=True):
+        values = fact_values(fact, micros, provenances)
+        accessed = AS_CREATED if fact.accessed_at == fact.created_at else values[6]
+        values = (*values[:6], accessed, *values[7:12], stored_label(fact.confidence), values[13])
+        rows.append((*values, state))
+    return rows
 
 
 def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
@@ -86,17 +101,17 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
     default: no equivalents, never accessed, full weight, live, unpinned, no vector), else ``None``."""
     provenances = _provenances(facts)
     rows: list[tuple[Any, ...]] = []
-    append, micros, digest = rows.append, to_micros, hashlib.blake2b
+    append, micros = rows.append, to_micros
     for f in facts:
         if f.kind != "fact" or f.equivalents or f.access_count or f.weight != 1.0:
             return None
         if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
             return None
-        created = micros(f.created_at)
-        accessed = created if f.accessed_at == f.created_at else micros(f.accessed_at)
-        key = digest(f.text.encode("utf-8", "surrogatepass"), digest_size=8).digest()  # text_hash(), inlined
-        append((f.id, f.agent_id, f.text, created, accessed, f.confidence, provenances[id(f.provenance)],
-                int.from_bytes(key, "big", signed=True)))  # fmt: skip
+        accessed = AS_CREATED if f.accessed_at == f.created_at else micros(f.accessed_at)
+        if accessed == AS_CREATED and f.accessed_at != f.created_at:  # accessed at the epoch: no short form
+            return None
+        append((f.id, f.agent_id, f.text, micros(f.created_at), accessed, stored_label(f.confidence),
+                provenances[id(f.provenance)]))  # fmt: skip
     return rows
 
 
@@ -259,7 +274,7 @@ class SQLiteFactWrites(SQLiteConnections):
             for fact_id in ids:
                 cursor = c.execute(  # an unpinned fact never visited is due an hour after its last access
                     "UPDATE facts SET pinned = ?, pinned_at = ?, decay_due_at = CASE WHEN ? "
-                    f"THEN decay_due_at ELSE coalesce(decay_due_at, accessed_at + {HOUR_US}) END "
+                    f"THEN decay_due_at ELSE coalesce(decay_due_at, {_LAST} + {HOUR_US}) END "
                     "WHERE id = ? AND superseded_by IS NULL AND pinned != ?",
                     (int(pinned), to_micros(at) if pinned else None, int(pinned), fact_id, int(pinned)),
                 )
@@ -279,7 +294,7 @@ class SQLiteFactWrites(SQLiteConnections):
         def work(c: sqlite3.Connection) -> None:
             for chunk in chunks(ids):
                 c.execute(
-                    "UPDATE facts SET access_count = access_count + 1, accessed_at = max(accessed_at, ?) "
+                    f"UPDATE facts SET access_count = access_count + 1, accessed_at = max({_LAST}, ?) "
                     f"WHERE superseded_by IS NULL AND id IN ({placeholders(len(chunk))})",
                     [stamp, *chunk],
                 )
@@ -300,7 +315,7 @@ class SQLiteFactWrites(SQLiteConnections):
             for n, ids in sorted(by_count.items()):
                 for chunk in chunks(ids):
                     c.execute(
-                        "UPDATE facts SET access_count = access_count + ?, accessed_at = max(accessed_at, ?) "
+                        f"UPDATE facts SET access_count = access_count + ?, accessed_at = max({_LAST}, ?) "
                         f"WHERE superseded_by IS NULL AND id IN ({placeholders(len(chunk))})",
                         [n, stamp, *chunk],
                     )

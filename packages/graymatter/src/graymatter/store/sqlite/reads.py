@@ -13,10 +13,12 @@ from graymatter.store.paging import PageSpelling
 from graymatter.store.records import SharedRecords
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.rows import (
+    CONFIDENCE_SQL,
     DIALECT,
     chunks,
     from_micros,
     placeholders,
+    stored_labels,
     text_hash,
 )
 from graymatter.store.sqlite.schema import SESSION_SQL
@@ -31,7 +33,7 @@ _BEFORE_SQL = _SIDE_SQL.format(op="<", order="created_at DESC, id DESC")
 _AFTER_SQL = _SIDE_SQL.format(op=">", order="created_at, id")
 _BY_TEXT = (
     "NOT INDEXED WHERE rowid IN (SELECT fact_rowid FROM facts_text WHERE text_hash = ? "
-    "UNION ALL SELECT rowid FROM facts WHERE text_hash = ? AND rowid > "
+    "UNION ALL SELECT rowid FROM facts WHERE text = ? AND rowid > "
     "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'text_settled'), 0)) "
     "AND agent_id = ? AND text = ? AND kind = ? ORDER BY created_at, id"
 )
@@ -42,6 +44,7 @@ _PAGES = PageSpelling(
     live_source="facts INDEXED BY facts_listing",
     all_source="facts INDEXED BY facts_listing",
     interface="coalesce(json_extract(provenance, '$.interface'), 'library')",
+    confidence=CONFIDENCE_SQL.format(row=""),
     row_values=False,
 )
 _STATS_SQL = (
@@ -95,7 +98,7 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
     def find_by_text(self, agent_id: str, text: str, kind: str = "fact") -> list[Fact]:
         """Every fact (live or not) of ``agent_id`` whose text equals ``text`` exactly, oldest first."""
         key = text_hash(text)
-        return self._listing(_BY_TEXT, (key, key, agent_id, text, kind))
+        return self._listing(_BY_TEXT, (key, text, agent_id, text, kind))
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """For each given live fact written in a session, the live facts of its agent and session written
@@ -131,7 +134,7 @@ class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
         parts = []
         for agent in agent_ids:
             part_params: list[Any] = [agent]
-            clause = DIALECT.restrict("confidence", confidences, part_params)
+            clause = DIALECT.restrict("confidence", stored_labels(confidences), part_params)
             parts.append(
                 "SELECT * FROM (SELECT id, created_at FROM facts INDEXED BY facts_listing "
                 f"WHERE agent_id = ? AND {_LIVE}{clause} "

@@ -20,6 +20,28 @@ _KINDS = ("fact", "alias")
 _INTERFACES = frozenset(get_args(Interface))
 _PROVENANCE_CACHE: dict[str, Provenance] = {}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+AS_CREATED = 0
+"""``accessed_at`` of a fact never accessed since it was written (schema 7): the moment is its
+``created_at``, and the integer 0 takes no bytes in the record (8 per fact less)."""
+ACCESSED_SQL = "(CASE {row}accessed_at WHEN 0 THEN {row}created_at ELSE {row}accessed_at END)"
+"""A fact's last access in SQL (``{row}``: a prefix), :data:`AS_CREATED` spelled out."""
+DEFAULT_LABEL = "inferred"
+"""The confidence label new rows store as an empty text (schema 7: no bytes in the record, 8 less)."""
+CONFIDENCE_SQL = f"(CASE {{row}}confidence WHEN '' THEN '{DEFAULT_LABEL}' ELSE {{row}}confidence END)"
+"""A fact's confidence label in SQL (``{row}``: a prefix), the stored empty text spelled out."""
+
+
+def stored_label(label: str) -> str:
+    """How a new row stores a confidence label."""
+    return "" if label == DEFAULT_LABEL else label
+
+
+def stored_labels(labels: Sequence[str] | None) -> list[str] | None:
+    """The stored spellings of ``labels`` (for ``IN`` filters: rows written before schema 7 spell the
+    default label out)."""
+    if labels is None:
+        return None
+    return [*labels, ""] if DEFAULT_LABEL in labels else list(labels)
 
 
 def to_micros(moment: datetime) -> int:
@@ -102,7 +124,8 @@ _construct_fact = constructor(
 def decode_fact(row: Sequence[Any]) -> Fact:
     """Decode a trusted row without re-validation (hot path); malformed rows raise CorruptRecord."""
     try:
-        if row[3] not in _KINDS or row[12] not in CONFIDENCE_LEVELS:
+        label = row[12] or DEFAULT_LABEL
+        if row[3] not in _KINDS or label not in CONFIDENCE_LEVELS:
             raise ValueError("unknown kind or confidence label")
         equivalents = json.loads(row[4]) if row[4] else []
         if not isinstance(equivalents, list):
@@ -112,14 +135,14 @@ def decode_fact(row: Sequence[Any]) -> Fact:
                 "id": row[0],
                 "agent_id": row[1],
                 "text": row[2],
-                "created_at": from_micros(row[5]),
-                "accessed_at": from_micros(row[6]),
+                "created_at": (created := from_micros(row[5])),
+                "accessed_at": created if row[6] == AS_CREATED else from_micros(row[6]),
                 "access_count": int(row[7]),
                 "weight": min(1.0, max(0.0, float(row[8]))),
                 "superseded_by": row[9],
                 "pinned": bool(row[10]),
                 "pinned_at": from_micros(row[11]),
-                "confidence": row[12],
+                "confidence": label,
                 "kind": row[3],
                 "equivalents": equivalents,
                 "provenance": _provenance(row[13] or "{}"),
@@ -130,5 +153,12 @@ def decode_fact(row: Sequence[Any]) -> Fact:
 
 
 DIALECT = Dialect(
-    "?", "", to_micros, from_micros, decode_fact, insertion_order="rowid", json_check="json_valid(state)"
+    "?",
+    "",
+    to_micros,
+    from_micros,
+    decode_fact,
+    insertion_order="rowid",
+    json_check="json_valid(state)",
+    confidence=CONFIDENCE_SQL.format(row=""),
 )

@@ -144,7 +144,16 @@ _MIGRATIONS: dict[int, list[str]] = {
     # ties, rare, are sorted by id from the rows: the same order and cursors as before) and no index of
     # never-visited facts: each agent's creation mark in ``meta`` (store/sqlite/decay.py) replaces
     # ``facts_decay_fresh``, set here to the agent's oldest never-visited fact in scope (or its newest fact).
+    # New rows leave ``text_hash`` NULL (the settle and this trigger hash the text in SQL, every connection
+    # has the function) and store ``accessed_at`` 0 until a first access (rows.AS_CREATED): 17 bytes less.
+    # Rows already stored keep their values, which read the same.
     7: [
+        "DROP TRIGGER facts_text_delete",
+        f"""CREATE TRIGGER facts_text_delete AFTER DELETE ON facts BEGIN
+            DELETE FROM facts_text WHERE text_hash = gm_text_hash(old.text) AND fact_rowid = old.rowid;
+            UPDATE meta SET value = {_LAST_ROWID}
+                WHERE key = 'text_settled' AND CAST(value AS INTEGER) > {_LAST_ROWID};
+            END""",
         "INSERT OR REPLACE INTO meta(key, value) SELECT 'decay_mark:' || agent_id, coalesce(min(CASE WHEN "
         "decay_due_at IS NULL AND NOT pinned THEN created_at END), max(created_at)) FROM facts "
         "WHERE kind = 'fact' GROUP BY agent_id",

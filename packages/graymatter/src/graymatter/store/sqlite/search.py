@@ -12,7 +12,14 @@ from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.rows import searchable_terms
 from graymatter.store.sqlite.connection import SQLiteConnections
-from graymatter.store.sqlite.rows import DIALECT, at_micros, chunks, placeholders
+from graymatter.store.sqlite.rows import (
+    CONFIDENCE_SQL,
+    DIALECT,
+    at_micros,
+    chunks,
+    placeholders,
+    stored_labels,
+)
 from graymatter.store.sqlite.schema import SESSION_SQL
 
 
@@ -145,7 +152,7 @@ class SQLiteKeywordSearch(SQLiteConnections):
         match = fts_match_expression(kept)
         filters: list[Any] = [*agent_ids]
         where = f"f.agent_id IN ({placeholders(len(agent_ids))})"
-        where += DIALECT.restrict("f.confidence", confidences, filters)
+        where += DIALECT.restrict("f.confidence", stored_labels(confidences), filters)
         postings = self._postings(kept)
         share = min(1.0, self.max_scored_postings / postings) if postings else 1.0
         rows = self._read(lambda c: _ranked_matches(c, match, where, filters, limit, share))
@@ -180,13 +187,14 @@ def _structure(c: sqlite3.Connection) -> bytes:
     return bytes(row[0]) if row is not None else b""
 
 
+_LABEL = CONFIDENCE_SQL.format(row="f.")
 _SESSIONLESS = "CASE WHEN f.provenance = '{}' THEN 1 ELSE " + SESSION_SQL.replace(
     "provenance", "f.provenance"
 )
 _SESSIONLESS += " IS NULL END"
 """1 when a fact has no session (a library write without one stores ``{}``: no JSON is read), else 0."""
 _CUT_SQL = (
-    "SELECT f.id, m.s, f.created_at, f.confidence, f.text, "
+    f"SELECT f.id, m.s, f.created_at, {_LABEL}, f.text, "
     + _SESSIONLESS.replace("{", "{{").replace("}", "}}")
     + " FROM (SELECT rowid, bm25(facts_fts) AS s "
     "FROM facts_fts WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?) AS m "
@@ -218,7 +226,7 @@ def _ranked_matches(
     if ranked is not None:
         return ranked[:limit]
     return c.execute(
-        f"SELECT f.id, bm25(facts_fts) AS s, f.created_at, f.confidence, f.text, {_SESSIONLESS} "
+        f"SELECT f.id, bm25(facts_fts) AS s, f.created_at, {_LABEL}, f.text, {_SESSIONLESS} "
         "FROM facts_fts "
         "JOIN facts f ON f.rowid = facts_fts.rowid "
         f"WHERE facts_fts MATCH ? AND {where} ORDER BY s, f.created_at, f.id LIMIT ?",
