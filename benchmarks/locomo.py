@@ -45,7 +45,7 @@ REFERENCE = {"bm25_hit_at_10": 0.671, "bm25_mrr": 0.453, "best_fusion_hit_at_10"
 TARGET = {"hit_at_10": 0.76, "mrr": 0.50}
 OBSERVATION_TARGET = {"hit_at_10": 0.72, "mrr": 0.54}
 DEFAULT_LABEL = "graymatter default (keyword-only, offline)"
-EMBED_LABEL = "graymatter with the embed extra (local MiniLM)"
+EMBED_LABEL = "graymatter with the embed extra (local MiniLM + cross-encoder)"
 EMBED_TARGET = {"hit_at_10": 0.78, "mrr": 0.56}
 BASELINE_LABEL = "FTS5 BM25 baseline (same run)"
 SPLITS = {"dev": ("conv-26", "conv-30", "conv-41"), "held-out": ("conv-42", "conv-43")}
@@ -142,6 +142,11 @@ class _Keyed:
     def __init__(self, inner: Any, model_id: str) -> None:
         self.inner, self.model_id = inner, model_id
 
+    @property
+    def reranker(self) -> Any:
+        """The inner embedder's cross-encoder (recall re-reads its head with it), if any."""
+        return getattr(self.inner, "reranker", None)
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """The inner embedder's vectors."""
         return list(self.inner.embed(texts))
@@ -157,14 +162,14 @@ _ONNX: list[Any] = []
 
 
 def _onnx() -> Any:
-    """The local MiniLM embedder of the ``embed`` extra (loaded once per run)."""
+    """The local MiniLM embedder of the ``embed`` extra, with its cross-encoder (loaded once per run)."""
     if not _ONNX:
         from graymatter.config import MemoryConfig
-        from graymatter.engine.embeddings import OnnxEmbedder, onnx_model_files
+        from graymatter.engine.embeddings import OnnxEmbedder, local_reranker, onnx_model_files
 
         files = onnx_model_files(MemoryConfig())
         assert files is not None
-        _ONNX.append(OnnxEmbedder(*files))
+        _ONNX.append(OnnxEmbedder(*files, reranker=local_reranker()))
     return _ONNX[0]
 
 
@@ -202,6 +207,10 @@ def _systems(task: str) -> list[tuple[str, Build]]:
     if embed_installed():
         rows += [
             (EMBED_LABEL, _graymatter(task, embedder=_onnx)),
+            (
+                "  embed ablation: no cross-encoder re-ranking (session 5)",
+                _graymatter(task, embedder=_onnx, rerank_depth=0),
+            ),
             (
                 "  embed ablation: no subject re-scoring",
                 _graymatter(task, embedder=_onnx, subject_weight=0.0),

