@@ -136,6 +136,9 @@ def test_schema_6_migrates_to_7_keeping_every_row_and_setting_the_marks(tmp_path
         second = store.facts_page("a", before=page.before, limit=100, live=None)  # a cursor inside a tie
         assert [f.id for f in second.facts] == newest[7:]
     after = _snapshot(db)
+    settled = [(text_hash(str(r[2])), rowid) for rowid, r in enumerate(_fact_rows(), 1) if rowid <= 30]
+    assert after.pop("facts_text") == sorted(settled)  # re-keyed to 24 bits, the same facts
+    before.pop("facts_text")
     assert after == before
     conn = sqlite3.connect(db)
     try:
@@ -245,8 +248,8 @@ def test_rows_before_and_after_the_migration_read_and_filter_alike(tmp_path: Pat
         new.append(_fact("new verified fact about the release train", NOW, confidence="verified"))
         store.add_facts(new)
         assert store.get_facts([f.id for f in new]) == new
-        stored = _raw(db, "SELECT confidence, accessed_at, text_hash FROM facts WHERE id = ?", new[0].id)
-        assert stored == [("", 0, None)]
+        raw = "SELECT confidence, accessed_at, text_hash, provenance FROM facts WHERE id = ?"
+        assert _raw(db, raw, new[0].id) == [("", 0, None, "")]
         legacy = [r for r in _fact_rows() if r[1] == "a" and r[3] == "fact" and r[8] is None]
         inferred = {str(r[0]) for r in legacy if r[11] == "inferred"} | {f.id for f in new[:3]}
         verified = {str(r[0]) for r in legacy if r[11] == "verified"} | {new[3].id}
@@ -256,6 +259,9 @@ def test_rows_before_and_after_the_migration_read_and_filter_alike(tmp_path: Pat
             f.id for f in store.facts_page("a", before=None, limit=100, confidence="verified").facts
         } == verified
         assert set(store.recent(["a"], 100, ["inferred"])) == inferred
+        library = store.facts_page("a", before=None, limit=100, interface="library").facts
+        assert {f.id for f in library} == inferred | verified  # '' and '{}' and a session: all library
+        assert store.facts_page("a", before=None, limit=100, interface="mcp").facts == []
         hits = store.keyword_search(["a"], ["release"], 100, ["inferred"])
         assert {h.fact_id for h in hits} == inferred
         labels = {fid: label for fid, (_, label) in store.rank_info([*inferred, *verified]).items()}

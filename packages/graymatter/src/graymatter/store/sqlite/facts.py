@@ -61,8 +61,8 @@ _LAST = ACCESSED_SQL.format(row="")
 
 def _provenances(facts: Sequence[Fact]) -> dict[int, str]:
     """Each distinct provenance of a batch (by value: an imported bundle parses one object per fact)
-    serialised once, by object id, without its default values (``{}`` for a library write, which every
-    reader spells as ``interface`` library)."""
+    serialised once, by object id, without its default values (an empty text for a library write since
+    schema 7, ``{}`` before, which every reader spells as ``interface`` library)."""
     out: dict[int, str] = {}
     by_value: dict[tuple[Any, ...], str] = {}
     for fact in facts:
@@ -71,7 +71,8 @@ def _provenances(facts: Sequence[Fact]) -> dict[int, str]:
             key = tuple(p.__dict__.values())  # every field, in field order
             text = by_value.get(key)
             if text is None:
-                text = by_value[key] = p.model_dump_json(exclude_none=True, exclude_defaults=True)
+                text = p.model_dump_json(exclude_none=True, exclude_defaults=True)
+                text = by_value[key] = "" if text == "{}" else text  # schema 7: no bytes for the default
             out[id(p)] = text
     return out
 

@@ -43,7 +43,8 @@ _PAGES = PageSpelling(
     DIALECT,
     live_source="facts INDEXED BY facts_listing",
     all_source="facts INDEXED BY facts_listing",
-    interface="coalesce(json_extract(provenance, '$.interface'), 'library')",
+    interface="(CASE provenance WHEN '' THEN 'library' ELSE "
+    "coalesce(json_extract(provenance, '$.interface'), 'library') END)",
     confidence=CONFIDENCE_SQL.format(row=""),
     row_values=False,
 )

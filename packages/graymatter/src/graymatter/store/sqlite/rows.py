@@ -61,10 +61,12 @@ def from_micros(micros: int | None) -> datetime | None:
 
 
 def text_hash(text: str) -> int:
-    """A fact text's signed 64-bit key for exact-text lookups (``facts.text_hash``; equal texts, equal keys).
+    """A fact text's signed 24-bit key for exact-text lookups (``facts_text``; equal texts, equal keys).
 
-    Lookups still compare the text itself, so a collision only costs reading one more row."""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    Lookups still compare the text itself, so a collision only costs reading one more row: about 0.06 per
+    lookup at 1M facts. Three bytes per key (schema 7; 64 bits before), since the keys are no longer a
+    random index insert per write but settled in bulk."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=3).digest()
     return int.from_bytes(digest, "big", signed=True)
 
 

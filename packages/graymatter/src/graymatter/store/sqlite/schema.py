@@ -146,8 +146,12 @@ _MIGRATIONS: dict[int, list[str]] = {
     # ``facts_decay_fresh``, set here to the agent's oldest never-visited fact in scope (or its newest fact).
     # New rows leave ``text_hash`` NULL (the settle and this trigger hash the text in SQL, every connection
     # has the function) and store ``accessed_at`` 0 until a first access (rows.AS_CREATED): 17 bytes less.
-    # Rows already stored keep their values, which read the same.
+    # Rows already stored keep their values, which read the same. Text keys shrink to 24 bits (rows.text_hash:
+    # 5 bytes less per settled key), so the settled ones are hashed again.
     7: [
+        "DELETE FROM facts_text",
+        "INSERT INTO facts_text SELECT gm_text_hash(text), rowid FROM facts WHERE rowid <= "
+        "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'text_settled'), 0) ORDER BY 1, 2",
         "DROP TRIGGER facts_text_delete",
         f"""CREATE TRIGGER facts_text_delete AFTER DELETE ON facts BEGIN
             DELETE FROM facts_text WHERE text_hash = gm_text_hash(old.text) AND fact_rowid = old.rowid;

@@ -188,11 +188,12 @@ def _structure(c: sqlite3.Connection) -> bytes:
 
 
 _LABEL = CONFIDENCE_SQL.format(row="f.")
-_SESSIONLESS = "CASE WHEN f.provenance = '{}' THEN 1 ELSE " + SESSION_SQL.replace(
+_SESSIONLESS = "CASE WHEN f.provenance IN ('', '{}') THEN 1 ELSE " + SESSION_SQL.replace(
     "provenance", "f.provenance"
 )
 _SESSIONLESS += " IS NULL END"
-"""1 when a fact has no session (a library write without one stores ``{}``: no JSON is read), else 0."""
+"""1 when a fact has no session (a library write without one stores an empty text, ``{}`` before schema 7:
+no JSON is read), else 0."""
 _CUT_SQL = (
     f"SELECT f.id, m.s, f.created_at, {_LABEL}, f.text, "
     + _SESSIONLESS.replace("{", "{{").replace("}", "}}")
