@@ -41,11 +41,17 @@ _DUE = due_query("facts", "?")
 def lower_marks(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     """Move each agent's mark back to its oldest fact in ``facts`` (an import or an explicit older moment
     can insert a never-visited fact behind it). One statement per agent; a mark already older is kept."""
+    if not facts:
+        return
+    agents = {fact.agent_id for fact in facts}
     oldest: dict[str, datetime] = {}
-    for fact in facts:
-        moment = oldest.get(fact.agent_id)
-        if moment is None or fact.created_at < moment:
-            oldest[fact.agent_id] = fact.created_at
+    if len(agents) == 1:  # a bulk write: one agent
+        oldest[facts[0].agent_id] = min(fact.created_at for fact in facts)
+    else:
+        for fact in facts:
+            moment = oldest.get(fact.agent_id)
+            if moment is None or fact.created_at < moment:
+                oldest[fact.agent_id] = fact.created_at
     for agent, moment in oldest.items():
         at = to_micros(moment)
         c.execute(
