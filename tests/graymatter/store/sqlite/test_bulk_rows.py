@@ -71,4 +71,5 @@ def test_the_sql_key_of_a_stored_text_is_text_hash(texts: list[str]) -> None:
         store.add_facts(facts)
         keys = store._write(lambda c: c.execute("SELECT gm_text_hash(text), text FROM facts").fetchall())
         assert sorted(keys) == sorted((text_hash(f.text), f.text) for f in facts)
+        assert all(-(1 << 23) <= key < 1 << 23 for key, _ in keys)  # three bytes in a record (schema 7)
         assert all(store.find_by_text("a", f.text) for f in facts)
