@@ -291,3 +291,19 @@ def test_deleting_a_fact_removes_its_settled_key_hashed_in_sql(tmp_path: Path) -
         assert store.delete_facts([_ulid(3), fresh[0].id]) == [_ulid(3), fresh[0].id]
     rowids = {int(r[0]) for r in _raw(db, "SELECT fact_rowid FROM facts_text")}
     assert 4 not in rowids and 47 not in rowids and {5, 48} <= rowids
+
+
+def test_the_walk_past_the_mark_is_one_index_range_and_rows_by_rowid(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s") as store:
+        plan = store._read(  # type: ignore[attr-defined]
+            lambda c: c.execute(f"EXPLAIN QUERY PLAN {sqlite_decay._WINDOW}", ("a", 0, 1, 10)).fetchall()
+        )
+    steps = [str(r[3]) for r in plan]
+    assert steps == [
+        "MATERIALIZE w",
+        "SEARCH facts USING COVERING INDEX facts_listing "
+        "(agent_id=? AND kind=? AND created_at>? AND created_at<?)",
+        "SCAN w",  # at most FRESH_SCAN entries, each row read by rowid
+        "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)",
+        "USE TEMP B-TREE FOR ORDER BY",  # the window's entries, not the agent's facts
+    ]
