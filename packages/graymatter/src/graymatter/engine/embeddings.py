@@ -22,7 +22,12 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from graymatter.config import MemoryConfig
-from graymatter.engine.cross_encoder import CrossEncoder, cross_encoder_files, package_file
+from graymatter.engine.cross_encoder import (
+    CrossEncoder,
+    cross_encoder_files,
+    package_file,
+    rerank_switched_off,
+)
 from graymatter.errors import EmbeddingError
 from graymatter.numeric import load_numpy
 from graymatter.retrieval.query import STOP_WORDS, tokenize
@@ -288,7 +293,10 @@ def onnx_missing(config: MemoryConfig) -> list[str]:
 
 
 def local_reranker() -> CrossEncoder | None:
-    """The ``embed`` extra's cross-encoder, or ``None`` with a warning that names the missing piece."""
+    """The ``embed`` extra's cross-encoder; ``None`` when ``GRAYMATTER_RERANK=off``, or with a warning
+    that names the missing piece."""
+    if rerank_switched_off():
+        return None
     model, tokenizer = cross_encoder_files()
     if model is None or tokenizer is None:
         missing = ", ".join(
