@@ -12,6 +12,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -307,3 +308,30 @@ def test_the_walk_past_the_mark_is_one_index_range_and_rows_by_rowid(tmp_path: P
         "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)",
         "USE TEMP B-TREE FOR ORDER BY",  # the window's entries, not the agent's facts
     ]
+
+
+def _traced(store: SQLiteStore, call: Any) -> list[str]:
+    seen: list[str] = []
+    conn = store._conn()
+    conn.set_trace_callback(seen.append)
+    try:
+        call()
+    finally:
+        conn.set_trace_callback(None)
+    return seen
+
+
+def test_a_cycle_with_nothing_past_the_mark_writes_nothing(tmp_path: Path) -> None:
+    """While an agent is written to (every fact younger than an hour), its cycles only read: no write
+    transaction competes with the writer. The first walk over visited facts moves the mark, once."""
+    with SQLiteStore(tmp_path / "s") as store:
+        store.add_facts([_fact(f"young {i}", NOW - timedelta(minutes=i)) for i in range(5)])
+        seen = _traced(store, lambda: store.decay_due("a", NOW, NOW - timedelta(hours=1), 10))
+        assert not any(s.startswith(("BEGIN IMMEDIATE", "UPDATE", "INSERT")) for s in seen), seen
+        old = [_fact(f"old {i}", NOW - timedelta(hours=3)) for i in range(3)]
+        store.add_facts(old)
+        _visit_all(store, NOW)  # hands them back; the mark stays at the first until they are recorded
+        moved = _traced(store, lambda: store.decay_due("a", NOW, NOW - timedelta(hours=1), 10))
+        assert [s for s in moved if s.startswith("BEGIN IMMEDIATE")] == ["BEGIN IMMEDIATE"]
+        again = _traced(store, lambda: store.decay_due("a", NOW, NOW - timedelta(hours=1), 10))
+        assert not any(s.startswith("BEGIN IMMEDIATE") for s in again), again

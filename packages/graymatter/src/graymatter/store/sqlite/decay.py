@@ -60,27 +60,32 @@ def lower_marks(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
         )
 
 
-def _fresh(c: sqlite3.Connection, agent_id: str, fresh_before: int, limit: int) -> list[Any]:
-    """Rows of up to ``limit`` never-visited idle facts past the agent's mark, oldest first; moves the mark
-    and schedules the unvisited facts accessed within the hour."""
+def _fresh(
+    c: sqlite3.Connection, agent_id: str, fresh_before: int, limit: int, write: bool
+) -> list[Any] | None:
+    """Rows of up to ``limit`` never-visited idle facts past the agent's mark, oldest first. With ``write``
+    it moves the mark and schedules the unvisited facts accessed within the hour; without, it returns
+    ``None`` when either is needed (the caller then walks again in a write transaction)."""
     key = MARK_KEY.format(agent_id)
     stored = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     mark = int(stored[0]) if stored is not None else -(2**62)
     window = c.execute(_WINDOW, (agent_id, mark, fresh_before, FRESH_SCAN)).fetchall()
     idle = [w for w in window if w[1] and w[2] <= fresh_before][:limit]
     recent = [w[3] for w in window if w[1] and w[2] > fresh_before]
+    if idle:
+        new_mark = idle[0][0]  # they stay unvisited until the cycle records them: walked again next time
+    elif len(window) == FRESH_SCAN:
+        new_mark = window[-1][0]
+    else:
+        new_mark = fresh_before if window else mark  # nothing past the mark yet: it stays
+    if not write and (recent or new_mark != mark):
+        return None
     for chunk in chunks(recent):
         c.execute(
             f"UPDATE facts SET decay_due_at = {ACCESSED_SQL.format(row='')} + {HOUR_US} "
             f"WHERE rowid IN ({placeholders(len(chunk))})",
             list(chunk),
         )
-    if idle:
-        new_mark = idle[0][0]  # they stay unvisited until the cycle records them: walked again next time
-    elif len(window) == FRESH_SCAN:
-        new_mark = window[-1][0]
-    else:
-        new_mark = fresh_before
     if new_mark != mark:
         c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(new_mark)))
     rows: list[Any] = []
@@ -97,15 +102,21 @@ class SQLiteDecay(SharedDecay):
     def decay_due(self, agent_id: str, now: datetime, fresh_before: datetime, limit: int) -> list[Fact]:
         """At most ``limit`` unpinned facts (live or tombstoned) of ``agent_id`` whose decay is due:
         ``decay_due_at`` at or before ``now``, or never visited and last accessed at or before
-        ``fresh_before``. Due first, then the never-visited ones in creation order. One write transaction
-        (the walk moves the agent's mark)."""
+        ``fresh_before``. Due first, then the never-visited ones in creation order. A read, and a write
+        transaction only when the agent's mark moves or facts get scheduled (walked again under the lock)."""
         if limit <= 0:
             return []
 
-        def work(c: sqlite3.Connection) -> list[Any]:
+        def work(c: sqlite3.Connection, write: bool) -> list[Any] | None:
             rows: list[Any] = c.execute(_DUE, (agent_id, to_micros(now), limit)).fetchall()
             if len(rows) < limit:
-                rows += _fresh(c, agent_id, to_micros(fresh_before), limit - len(rows))
+                more = _fresh(c, agent_id, to_micros(fresh_before), limit - len(rows), write)
+                if more is None:
+                    return None
+                rows += more
             return rows
 
-        return [DIALECT.decode_fact(r) for r in self._write(work)]
+        found = self._read(lambda c: work(c, False))
+        if found is None:
+            found = self._write(lambda c: work(c, True)) or []
+        return [DIALECT.decode_fact(r) for r in found]
