@@ -13,10 +13,10 @@ SRC := packages/graymatter/src packages/tinyagent/src
 PIP_PROGRESS := $(PYTHON) -u -c "import sys; [print('  ' + line.split(' (')[0].strip(), flush=True) for line in sys.stdin if line.startswith(('Collecting', 'ERROR'))]"
 
 $(STAMP): pyproject.toml packages/graymatter/pyproject.toml packages/tinyagent/pyproject.toml
-	@echo "==> creating $(VENV) and installing graymatter + tinyagent (about a minute the first time)"
+	@echo "==> creating $(VENV) and installing graymatter (with its postgres and embed extras) + tinyagent (a minute or two the first time)"
 	@$(PYTHON) -m venv $(VENV)
 	@set -o pipefail; $(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip 2>&1 | $(PIP_PROGRESS)
-	@set -o pipefail; $(PY) -m pip install --disable-pip-version-check -e './packages/graymatter[postgres]' -e './packages/tinyagent[mcp]' --group dev 2>&1 | $(PIP_PROGRESS)
+	@set -o pipefail; $(PY) -m pip install --disable-pip-version-check -e './packages/graymatter[postgres,embed]' -e './packages/tinyagent[mcp]' --group dev 2>&1 | $(PIP_PROGRESS)
 	@touch $(STAMP)
 	@echo "==> installed; the commands are in $(VENV)/bin (source $(VENV)/bin/activate to put them on PATH)"
 
