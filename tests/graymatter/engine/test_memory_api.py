@@ -324,6 +324,7 @@ def test_receipts_name_the_keyword_source(mem: Memory) -> None:
     mem.remember("a", "unrelated note about lunch")
     hits = {h.id: h for h in mem.recall_explain("a", "budget approved", top_k=5)}
     assert hits[direct.id].keyword_source == "match" and hits[direct.id].keyword_context_from is None
+    assert all(hit.fused_position is None for hit in hits.values())  # nothing re-read without a cross-encoder
     for hit in hits.values():
         if hit.ranks.keyword_rank == 0:
             assert hit.keyword_source is None

@@ -175,11 +175,17 @@ def test_recall_moves_up_what_the_reranker_prefers_and_adds_nothing(tmp_path: Pa
         assert "Deploys happen on Tuesdays" not in after  # no evidence of its own, whatever it would score
         assert reranker.calls and all(len(call) == len(set(call)) for call in reranker.calls)
         assert [hit.text for hit in memory.recall("a", QUERY, top_k=20)] == after  # Memory.recall re-ranks
-        for hit in memory.recall_explain("a", QUERY):  # the receipts' fused scores stay the fusion's
+        explained = memory.recall_explain("a", QUERY, top_k=20)
+        for hit in explained:  # the receipts' fused scores stay the fusion's
             r = hit.ranks
             assert r.fused_score == pytest.approx(
                 rrf_score(r.keyword_rank, r.vector_rank, r.recency_rank, hit.weights, r.k), rel=1e-12
             )
+        # Each receipt names the place its fact had before the re-read: the fused order, exactly.
+        assert [hit.text for hit in explained] == after
+        fused = sorted(explained, key=lambda hit: hit.fused_position or 0)
+        assert [hit.fused_position for hit in fused] == list(range(1, len(before) + 1))
+        assert [hit.text for hit in fused] == before
     finally:
         memory.close()
 

@@ -161,7 +161,10 @@ class RecallHit(_Model):
     relevance: float | None = Field(default=None, ge=0.0, le=1.0)
     """How much of the query this fact covers, 0..1: the share of the query's informative words it contains
     (or its cosine similarity, or half its lending turn's share for a context turn), whichever is largest.
-    ``None`` when the query has no informative words. ``score`` orders; ``relevance`` says how good."""
+    ``None`` when the query has no informative words. ``score`` orders; ``relevance`` says how good. A recall
+    the ``embed`` extra's cross-encoder re-read keeps each fact's fused ``score`` but returns the re-read head
+    in the cross-encoder's order, so there ``score`` need not fall from one result to the next (the receipt's
+    ``fused_position`` gives the place it had)."""
 
 
 class RecallFeedback(_Model):
@@ -191,6 +194,9 @@ class RecallExplanation(RecallHit):
     or borrowed score from an adjacent matching fact (conversation context). ``None`` = no keyword rank."""
     keyword_context_from: str | None = None
     """The id of the fact that lent the keyword score, when ``keyword_source`` is ``"context"``."""
+    fused_position: int | None = Field(default=None, ge=1)
+    """The fact's place (1-based) in the fused order before the cross-encoder re-read the head; ``None``
+    when it was not re-read (no cross-encoder, or outside the head)."""
     supersedes: list[str] = Field(default_factory=list)
     links: list[Link] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)

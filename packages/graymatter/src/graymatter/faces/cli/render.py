@@ -69,6 +69,8 @@ def _explain_line(hit: RecallExplanation) -> str:
     if hit.keyword_source in ("context", "phrase"):
         note = "phrase" if hit.keyword_source == "phrase" else f"context of {hit.keyword_context_from}"
         ranks = ranks.replace(f"keyword {r.keyword_rank}", f"keyword {r.keyword_rank} ({note})", 1)
+    if hit.fused_position is not None:
+        ranks += f", fused place {hit.fused_position} before re-reading"
     return (
         f"   id {hit.id} | ranks: {ranks} | fused {r.fused_score:.6f} (k={r.k}) | "
         f"score {hit.score:.6f} | relevance {'-' if hit.relevance is None else f'{hit.relevance:.2f}'} | "
