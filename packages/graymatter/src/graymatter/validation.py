@@ -35,13 +35,14 @@ def text(value: Any, max_bytes: int, field: str = "text") -> str:
         raise InvalidInput(f"{field} must be a string")
     if not value.strip():
         raise InvalidInput(f"{field} is empty")
-    size = len(value.encode("utf-8", errors="surrogatepass"))
+    try:  # one encoding: the size of valid text; a lone surrogate is measured as surrogatepass spells it
+        size, valid = len(value) if value.isascii() else len(value.encode("utf-8")), True
+    except UnicodeEncodeError:
+        size, valid = len(value.encode("utf-8", errors="surrogatepass")), False
     if size > max_bytes:
         raise InvalidInput(f"{field} is {size} bytes; the limit is {max_bytes} bytes")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidInput(f"{field} is not valid Unicode (lone surrogate)") from None
+    if not valid:
+        raise InvalidInput(f"{field} is not valid Unicode (lone surrogate)")
     return value
 
 

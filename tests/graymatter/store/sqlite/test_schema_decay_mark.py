@@ -30,7 +30,13 @@ from graymatter.store.sqlite.store import SQLiteStore
 HOUR = 3_600_000_000
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 _T0 = int(NOW.timestamp()) * 1_000_000 - 100 * HOUR  # 100 hours before NOW
-_TABLES = ("facts", "vectors", "links", "checkpoints")
+_TABLES = {
+    "facts": "SELECT * FROM facts ORDER BY rowid",
+    "vectors": "SELECT * FROM vectors ORDER BY rowid",
+    "links": "SELECT id, agent_id, source, target, relation, created_at, provenance FROM links ORDER BY id",
+    "checkpoints": "SELECT * FROM checkpoints ORDER BY rowid",
+}
+"""Every row of each table (links lost their rowid at schema 8, so they are read by their columns)."""
 _FACT_COLUMNS = (
     "id, agent_id, text, kind, equivalents, created_at, accessed_at, access_count, superseded_by, pinned, "
     "pinned_at, confidence, provenance, embed_state, decay_due_at, text_hash"
@@ -108,7 +114,7 @@ def _schema6_store(directory: Path) -> None:
 def _snapshot(db: Path) -> dict[str, list[tuple[object, ...]]]:
     conn = sqlite3.connect(db)
     try:
-        out = {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in _TABLES}
+        out = {t: conn.execute(sql).fetchall() for t, sql in _TABLES.items()}
         out["facts_text"] = conn.execute("SELECT * FROM facts_text ORDER BY 1, 2").fetchall()
         out["meta"] = conn.execute(
             "SELECT key, value FROM meta WHERE key NOT IN ('schema_version') AND key NOT LIKE 'decay_mark:%' "
@@ -146,7 +152,7 @@ def test_schema_6_migrates_to_7_keeping_every_row_and_setting_the_marks(tmp_path
         objects = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'facts'")}
         listing = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_listing'").fetchone()[0]
         marks = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'decay_mark:%'").fetchall())
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         conn.close()
