@@ -65,6 +65,39 @@ def _load(results_dir: Path, name: str) -> dict[str, Any] | None:
     return {**results, "_load": f"; load {load[0]}" if isinstance(load, list) and load else ""}
 
 
+def _embed_rows(locomo: dict[str, Any]) -> list[list[str]]:
+    """The ``embed`` extra's two LoCoMo targets (held-out): never worse than the default, and observations."""
+    embed = locomo.get("embed")
+    label = next((k for k in locomo if k.startswith("graymatter with the embed extra")), None)
+    if not embed or label is None:
+        return []
+    held = {
+        task: (results[label]["splits"]["held-out"], default["splits"]["held-out"])
+        for task, results in (("turns", locomo), ("observations", locomo["observations"]))
+        for default in [next(v for k, v in results.items() if k.startswith("graymatter default"))]
+    }
+    both = "; ".join(
+        f"{task} {e['hit_at_k']:.3f} / {e['mrr']:.3f} vs {d['hit_at_k']:.3f} / {d['mrr']:.3f}"
+        for task, (e, d) in held.items()
+    )
+    target, (obs, _) = embed["target"], held["observations"]
+    return [
+        [
+            "locomo",
+            "LoCoMo with the embed extra, held-out: never worse than the default on either task",
+            both,
+            _verdict(bool(embed["turns_not_worse"] and embed["observations_not_worse"])),
+        ],
+        [
+            "locomo",
+            f"LoCoMo observations with the embed extra, held-out: hit@10 >= {target['hit_at_10']} and "
+            f"MRR >= {target['mrr']}",
+            f"{obs['hit_at_k']:.3f} / {obs['mrr']:.3f}",
+            _verdict(bool(embed["observation_target_met"])),
+        ],
+    ]
+
+
 def _verdict(met: bool) -> str:
     return "met" if met else "**missed**"
 
@@ -222,6 +255,7 @@ def target_rows(results_dir: Path) -> list[list[str]]:
                     _verdict(bool(met)),
                 ]
             )
+        rows += _embed_rows(locomo)
     rows += scale_rows(results_dir)
     synthetic = _load(results_dir, "synthetic_quality")
     if synthetic:
