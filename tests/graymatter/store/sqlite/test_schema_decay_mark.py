@@ -26,6 +26,7 @@ from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.rows import at_micros, text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
 from graymatter.store.sqlite.store import SQLiteStore
+from support.old_schema import old_schema_db
 
 HOUR = 3_600_000_000
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -76,14 +77,7 @@ NOW_US = int(NOW.timestamp()) * 1_000_000
 def _schema6_store(directory: Path) -> None:
     """A schema-6 database written the way schema 6 wrote it: keys settled up to rowid 30, the rest past the
     mark; vectors of three facts, a link, a checkpoint, a write counter."""
-    directory.mkdir()
-    conn = sqlite3.connect(directory / DB_FILENAME, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
-    for step in range(1, 7):
-        for statement in schema._MIGRATIONS[step]:
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 6")
+    conn = old_schema_db(directory, 6)
     conn.execute("BEGIN")
     conn.executemany(f"INSERT INTO facts ({_FACT_COLUMNS}) VALUES ({','.join('?' * 16)})", _fact_rows())
     conn.execute(

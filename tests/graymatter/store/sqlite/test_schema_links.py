@@ -17,9 +17,9 @@ from pathlib import Path
 from graymatter.models import Link
 from graymatter.store.rows import LINK_COLUMNS
 from graymatter.store.sqlite import schema
-from graymatter.store.sqlite.rows import text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
 from graymatter.store.sqlite.store import SQLiteStore
+from support.old_schema import old_schema_db
 
 _T0 = 1_780_000_000_000_000
 _SNAPSHOT = {
@@ -41,15 +41,8 @@ _LINKS = [  # id, agent, source, target, relation, created_at (a tie on created_
 
 def _schema7_store(directory: Path) -> Path:
     """A schema-7 database written the way schema 7 wrote it, with a row in every table."""
-    directory.mkdir()
     db = directory / DB_FILENAME
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
-    for step in range(1, 8):
-        for statement in schema._MIGRATIONS[step]:
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 7")
+    conn = old_schema_db(directory, 7)
     conn.execute("BEGIN")
     facts = [  # id, agent, text, kind, equivalents, created, accessed, superseded_by, pinned, provenance
         ("01JTFACT001", "a", "fact 1 of the train", "fact", None, _T0, 0, None, 0, ""),

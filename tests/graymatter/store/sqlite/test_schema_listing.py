@@ -15,6 +15,7 @@ from graymatter.store.sqlite import facts as sqlite_facts
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.rows import text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
+from support.old_schema import old_schema_db
 
 _T0 = 1_764_000_000_000_000  # microseconds since the epoch
 _COLUMNS = (
@@ -33,14 +34,7 @@ def _ulid(i: int) -> str:
 def _old_store(directory: Path, version: int) -> list[tuple[object, ...]]:
     """A schema-4 or schema-5 database written the way graymatter of that schema wrote it (exact-text
     hashes in the row, under the ``facts_text_hash`` index); returns its fact rows."""
-    directory.mkdir()
-    conn = sqlite3.connect(directory / DB_FILENAME, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
-    for step in range(1, version + 1):
-        for statement in schema._MIGRATIONS[step]:
-            conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {version}")
+    conn = old_schema_db(directory, version)
     rows: list[tuple[object, ...]] = []
     for i in range(60):
         agent = "a" if i < 50 else "b"

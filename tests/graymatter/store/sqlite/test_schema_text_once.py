@@ -11,6 +11,7 @@ from graymatter.config import MemoryConfig
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.rows import text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
+from support.old_schema import old_schema_db
 
 _T0 = 1_764_000_000_000_000  # microseconds since the epoch
 _COLUMNS = "id, agent_id, text, kind, equivalents, created_at, accessed_at, superseded_by, pinned, provenance"
@@ -23,13 +24,7 @@ def _ulid(i: int) -> str:
 def _old_store(directory: Path) -> list[tuple[object, ...]]:
     """A schema-3 database written the way schema-3 graymatter wrote it (full-text copy of each live
     fact's text, ``facts_agent_text``); returns its fact rows."""
-    directory.mkdir()
-    conn = sqlite3.connect(directory / DB_FILENAME, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    for version in (1, 2, 3):
-        for statement in schema._MIGRATIONS[version]:
-            conn.execute(statement)
-    conn.execute("PRAGMA user_version = 3")
+    conn = old_schema_db(directory, 3)
     rows: list[tuple[object, ...]] = []
     for i in range(40):
         retired = _ulid(100) if i % 10 == 3 else None
