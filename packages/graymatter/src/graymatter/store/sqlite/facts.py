@@ -109,8 +109,6 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
         if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
             return None
         accessed = AS_CREATED if f.accessed_at == f.created_at else micros(f.accessed_at)
-        if accessed == AS_CREATED and f.accessed_at != f.created_at:  # accessed at the epoch: no short form
-            return None
         append((f.id, f.agent_id, f.text, micros(f.created_at), accessed, stored_label(f.confidence),
                 provenances[id(f.provenance)]))  # fmt: skip
     return rows

@@ -9,7 +9,6 @@ from graymatter.errors import CorruptDatabase, SchemaTooNew
 from graymatter.store.decay import decay_indexes
 from graymatter.store.fts import FTS_TOKENIZER
 from graymatter.store.sqlite.connection import SQLiteConnections, configure, retry_busy, translate
-from graymatter.store.sqlite.rows import text_hash
 
 DB_FILENAME = "graymatter.db"
 SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
@@ -214,8 +213,7 @@ def _check_version(path: Path, version: int, tables: int) -> None:
 
 def _migrate(db: SQLiteConnections, conn: sqlite3.Connection) -> None:
     retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))  # needs a moment without other writers
-    configure(conn)
-    conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
+    configure(conn)  # ``gm_text_hash``, which migrations 4 and 7 call, is on every connection (_connect)
 
     def apply(c: sqlite3.Connection) -> None:
         current = c.execute("PRAGMA user_version").fetchone()[0]
