@@ -40,6 +40,7 @@ REGISTRY: tuple[str, ...] = (
     "synthetic_quality",
     "locomo",
     "recall_scale",  # cost at scale beside FTS5 (issue 13)
+    "storage_layout",  # the SQLite layout's own share of a bulk write, and a redesign's (issue 13)
     "mcp_roundtrip",  # gm-mcp
     "mcp_startup",  # cold start of mcp serve to initialize / tools/list, warm server states, Node reference
     "agent_overhead",  # ta-providers
