@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -62,6 +62,10 @@ class SQLiteKeywordSearch(SQLiteConnections):
     """The full-text half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
     _df_cache: tuple[bytes, dict[str, int]] | None = None
+    _cut_memo: CutMemo | None = None
+    remember_cut_rows: bool = True
+    """Whether keyword cuts take their facts' columns from the rows remembered by rowid (:func:`_memo_cut`)
+    instead of joining them in the cut's statement; the same answers either way."""
     max_scored_postings: int = MAX_SCORED_POSTINGS_DEFAULT
     """The most postings one keyword search scores (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
 
@@ -155,7 +159,13 @@ class SQLiteKeywordSearch(SQLiteConnections):
         where += DIALECT.restrict("f.confidence", stored_labels(confidences), filters)
         postings = self._postings(kept)
         share = min(1.0, self.max_scored_postings / postings) if postings else 1.0
-        rows = self._read(lambda c: _ranked_matches(c, match, where, filters, limit, share))
+        labels = stored_labels(confidences)
+        namespace = (frozenset(agent_ids), None if labels is None else frozenset(labels))
+        memo = self._cut_memo
+        if memo is None:
+            memo = self._cut_memo = [(b"", {})]
+        known = (memo, namespace) if self.remember_cut_rows else None
+        rows = self._read(lambda c: _ranked_matches(c, match, (where, filters), limit, share, known))
         scores: list[tuple[str, float]] = []
         ranks: dict[str, tuple[datetime, str]] = {}
         texts: dict[str, str] = {}
@@ -204,55 +214,138 @@ _CUT_SQL = (
 _WINDOW_SQL = " AND rowid > (SELECT (1.0 - ?) * max(rowid) FROM facts)"
 
 
+_INNER_SQL = (
+    "SELECT NULL, block FROM facts_fts_data WHERE id = 10 UNION ALL SELECT * FROM (SELECT rowid, "
+    "bm25(facts_fts) AS s FROM facts_fts WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?)"
+)
+"""A cut ranked inside FTS5, and FTS5's structure record read in the same statement (one snapshot)."""
+_ROWS_SQL = (
+    "SELECT NULL, block, NULL, NULL, NULL, NULL, NULL, NULL FROM facts_fts_data WHERE id = 10 UNION ALL "
+    f"SELECT f.rowid, f.id, f.created_at, {_LABEL}, f.text, {_SESSIONLESS}, f.agent_id, f.confidence "
+    "FROM facts f WHERE f.rowid IN ("
+)
+"""The columns a cut needs of facts by rowid (``placeholders`` and ``)`` appended), with the structure."""
+
+CUT_ROWS_KEPT = 16_384
+"""Facts whose cut columns a store remembers by rowid (then the memory starts over)."""
+Known = tuple[str, int, str, str, int, str, str]
+"""``(id, created_at, label, text, 1 if no session, agent_id, stored confidence)`` of a fact, by rowid."""
+CutMemo = list[tuple[bytes, dict[int, Known]]]
+"""One box holding FTS5's structure record and the facts' cut columns read while it was the current one."""
+Namespace = tuple[frozenset[str], frozenset[str] | None]
+"""The agents searched and the stored confidence spellings allowed (None: any)."""
+
+
 def _in_namespace(inner: list[Any]) -> list[Match]:
     """The cut's rows of the namespace (the others came back without an id), best first: score, then
     ``created_at``, then id."""
     return sorted((row for row in inner if row[0] is not None), key=_BEST_FIRST)
 
 
+def _memo_cut(
+    c: sqlite3.Connection, memo: CutMemo, sql: str, head: list[Any], size: int, namespace: Namespace
+) -> tuple[int, list[Match]] | None:
+    """One cut of ``size`` rows ranked inside FTS5 (no join): the size of the cut, and its rows of the
+    namespace best first, their columns from ``memo`` or read by rowid. ``None`` when the structure record
+    is missing or changed between the two reads (the joined cut answers then).
+
+    Exact: the index's rows and the columns read (id, text, agent, created_at, confidence, provenance)
+    change only with a row inserted, deleted or retired, which rewrites FTS5's structure record; memo rows
+    are used only under the record they were read with."""
+    rows = c.execute(sql, [*head, size]).fetchall()
+    structure = next((row[1] for row in rows if row[0] is None), None)
+    if structure is None:
+        return None
+    known_structure, known = memo[0]
+    if known_structure != structure or len(known) >= CUT_ROWS_KEPT:
+        known = {}
+        memo[0] = (structure, known)  # never cleared in place: another thread may be reading it
+    inner = [row for row in rows if row[0] is not None]
+    missing = [row[0] for row in inner if row[0] not in known]
+    if missing and not _read_known(c, missing, structure, known):
+        return None
+    agents, labels = namespace
+    ranked: list[Match] = []
+    for rowid, score in inner:
+        fact = known.get(rowid)
+        if fact is not None and fact[5] in agents and (labels is None or fact[6] in labels):
+            ranked.append((fact[0], score, fact[1], fact[2], fact[3], fact[4]))
+    ranked.sort(key=_BEST_FIRST)
+    return len(inner), ranked
+
+
+def _read_known(c: sqlite3.Connection, rowids: list[int], structure: bytes, known: dict[int, Known]) -> bool:
+    """Read the cut columns of ``rowids`` into ``known``; False (and nothing of that read kept) when the
+    structure record is no longer ``structure``."""
+    for chunk in chunks(rowids):
+        rows = c.execute(_ROWS_SQL + placeholders(len(chunk)) + ")", list(chunk)).fetchall()
+        if next((row[1] for row in rows if row[0] is None), None) != structure:
+            return False
+        known.update((row[0], row[1:]) for row in rows if row[0] is not None)
+    return True
+
+
 def _ranked_matches(
-    c: sqlite3.Connection, match: str, where: str, filters: list[Any], limit: int, share: float = 1.0
+    c: sqlite3.Connection,
+    match: str,
+    where: tuple[str, list[Any]],
+    limit: int,
+    share: float = 1.0,
+    memo: tuple[CutMemo, Namespace] | None = None,
 ) -> list[Match]:
     """The best matches: ranked inside FTS5 first (no per-match join), the cut's rows looked up by rowid
-    and filtered in the same statement; a cut of ``limit`` rows, then of four times that when too few of
-    its rows belong to the namespace, then the full join. ``share`` < 1 searches the newest ``share`` of
-    the rowids first (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
+    and filtered (from ``memo`` when it is given and current, else in the same statement); a cut of
+    ``limit`` rows, then of four times that when too few of its rows belong to the namespace, then the
+    full join. ``share`` < 1 searches the newest ``share`` of the rowids first
+    (:data:`MAX_SCORED_POSTINGS_DEFAULT`)."""
     cuts = (max(limit, 50), max(4 * limit, 200))
+    condition, filters = where
+
+    def cut_of(window: str, head: list[Any]) -> Callable[[int], tuple[int, list[Match]]]:
+        joined, inner = _CUT_SQL.format(window=window, where=condition), _INNER_SQL.format(window=window)
+
+        def one(size: int) -> tuple[int, list[Match]]:
+            found = None if memo is None else _memo_cut(c, memo[0], inner, head, size, memo[1])
+            if found is not None:
+                return found
+            rows = c.execute(joined, [*head, size, *filters]).fetchall()
+            return len(rows), _in_namespace(rows)
+
+        return one
+
     if share < 1.0:
-        sql = _CUT_SQL.format(window=_WINDOW_SQL, where=where)
-        windowed = _cut(c, sql, [match, share], (where, filters), limit, cuts)
+        windowed = _cut(c, cut_of(_WINDOW_SQL, [match, share]), where, limit, cuts)
         if windowed is not None and len(windowed) >= limit:
             return windowed[:limit]
-    ranked = _cut(c, _CUT_SQL.format(window="", where=where), [match], (where, filters), limit, cuts)
+    ranked = _cut(c, cut_of("", [match]), where, limit, cuts)
     if ranked is not None:
         return ranked[:limit]
     return c.execute(
         f"SELECT f.id, bm25(facts_fts) AS s, f.created_at, {_LABEL}, f.text, {_SESSIONLESS} "
         "FROM facts_fts "
         "JOIN facts f ON f.rowid = facts_fts.rowid "
-        f"WHERE facts_fts MATCH ? AND {where} ORDER BY s, f.created_at, f.id LIMIT ?",
+        f"WHERE facts_fts MATCH ? AND {condition} ORDER BY s, f.created_at, f.id LIMIT ?",
         [match, *filters, limit],
     ).fetchall()
 
 
 def _cut(
     c: sqlite3.Connection,
-    sql: str,
-    head: list[Any],
+    one: Callable[[int], tuple[int, list[Match]]],
     where: tuple[str, list[Any]],
     limit: int,
     cuts: Sequence[int],
 ) -> list[Match] | None:
-    """The namespace's rows of the first FTS5 cut that holds ``limit`` of them or every match, best
-    first; ``None`` when even the largest cut was full and too thin.
+    """The namespace's rows of the first FTS5 cut (``one(size)``: the cut's size and those rows) that
+    holds ``limit`` of them or every match, best first; ``None`` when even the largest cut was full and
+    too thin.
 
     Every fact scoring better than a cut's last row is in the cut; facts tied with it are admitted in
     insertion (rowid) order, which is deterministic and never reorders the list."""
     condition, filters = where
     for size in cuts:
-        inner = c.execute(sql, [*head, size, *filters]).fetchall()
-        ranked = _in_namespace(inner)
-        if len(inner) < size or len(ranked) >= limit:
+        count, ranked = one(size)
+        if count < size or len(ranked) >= limit:
             return ranked
         if not ranked and not _has_live_facts(c, condition, filters):
             return []  # an empty namespace (a ``__shared__`` nobody wrote to): no larger cut, no full join
