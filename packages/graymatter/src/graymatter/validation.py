@@ -94,8 +94,8 @@ def top_k(value: Any) -> int:
 
 def provenance(value: Any) -> Provenance:
     """A ``Provenance`` (or a dict that validates as one); ``None`` = library."""
-    if value is None:
-        return Provenance()
+    if value is None:  # the defaults: what ``Provenance()`` builds, without building its schema
+        return Provenance.model_construct()
     if isinstance(value, Provenance):
         return value
     try:

@@ -168,7 +168,9 @@ def consolidate(
 
     doomed = [f.id for f in due if f.weight < config.prune_floor and f.id not in consumed]
     pruned = store.delete_facts(doomed) if doomed else []
-    return ConsolidationReport(
+    # every field made here, of its exact type: built as validation would build it, without building the
+    # model's schema (a background cycle's report is usually dropped unread; tested equal to a validated one)
+    return ConsolidationReport.model_construct(
         agent_id=agent_id,
         decayed=decayed,
         pruned=pruned,

@@ -30,17 +30,19 @@ class TransferMethods(MemoryCore):
     def import_bundle(self, bundle: ExportBundle | dict[str, Any] | str) -> ImportReport:
         """Load an export; records whose ids already exist are skipped (re-importing is a no-op)."""
         with gc_paused():  # a model and a dict per record, none cyclic (memory_core.gc_paused)
-            bundle = parse_bundle(bundle)
-            for fact in bundle.facts:
-                self._agent(fact.agent_id)
-                self._text(fact.text)
-            _check_checkpoints(bundle)
-            facts_added, facts_skipped = self.store.import_facts(bundle.facts)
-        cps_added, cps_skipped = self.store.import_checkpoints(bundle.checkpoints)
-        links_added, links_skipped = self.store.import_links(bundle.links)
+            parsed = parse_bundle(bundle)
+            self._check_facts(parsed)
+            _check_checkpoints(parsed)
+            facts_added, facts_skipped = self.store.import_facts(parsed.facts)
+            checkpoints, links = parsed.checkpoints, parsed.links
+            # the parsed facts die here, while the collector is paused: it resumes with none to walk (from
+            # JSON text or a dict they are ours alone; a bundle passed as a model stays the caller's)
+            del parsed, bundle
+        cps_added, cps_skipped = self.store.import_checkpoints(checkpoints)
+        links_added, links_skipped = self.store.import_links(links)
         if facts_added:
             self.reembed_pending(limit=None)
-        return ImportReport(
+        return ImportReport.model_construct(  # counts the stores returned (ints): as validation builds it
             facts_added=facts_added,
             facts_skipped=facts_skipped,
             checkpoints_added=cps_added,
@@ -48,6 +50,21 @@ class TransferMethods(MemoryCore):
             links_added=links_added,
             links_skipped=links_skipped,
         )
+
+    def _check_facts(self, bundle: ExportBundle) -> None:
+        """Each fact's agent id and text as ``remember`` checks them, in bundle order: the first failure
+        raises what ``validation.agent_id`` / ``validation.text`` raise. Two shortcuts with the same
+        outcome: an agent id already checked passes again (the check depends on its value alone), and an
+        ASCII text within the limit that is not blank passes (its size is its length, it holds no
+        surrogate)."""
+        agents: set[str] = set()
+        limit = self.config.max_text_bytes
+        for fact in bundle.facts:
+            agent, text = fact.agent_id, fact.text
+            if type(agent) is not str or agent not in agents:
+                agents.add(self._agent(agent))
+            if not (type(text) is str and text.isascii() and len(text) <= limit and text.strip()):
+                self._text(text)
 
 
 def _check_checkpoints(bundle: ExportBundle) -> None:

@@ -61,8 +61,11 @@ def retry_busy(step: Callable[[], T]) -> T:
 WAL_BACKSTOP_PAGES = 4_000
 """A committing connection checkpoints the WAL itself only past this many pages (16 MiB; SQLite's default
 is 1,000): below it the store's checkpoint thread copies committed pages back in the background."""
-CHECKPOINT_EVERY_S = 0.02
-"""The checkpoint thread runs at most this often while writes come in (a passive checkpoint each time)."""
+CHECKPOINT_EVERY_S = 0.1
+"""The checkpoint thread runs at most this often while writes come in (a passive checkpoint each time).
+Every checkpoint copies again the pages the writes since the last one changed (the tail leaves of each
+index, FTS5's structure): at 20 ms, under a stream of bulk writes, that re-copying cost about 5 % of ingest
+CPU; at 100 ms the WAL still holds at most a tenth of a second of writes (docs/decisions/0011, session 7)."""
 CHECKPOINT_AFTER_COMMITS = 8
 """The thread starts at this process's 8th write transaction on the store: a one-shot command (a CLI
 ``remember``: two or three) never pays for a thread and a connection it would not use."""

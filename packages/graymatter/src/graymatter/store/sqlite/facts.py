@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from graymatter.errors import Conflict, InvalidInput
-from graymatter.models import Fact
+from graymatter.models import Fact, Provenance
 from graymatter.store.base import Vector, Vectors
 from graymatter.store.rows import (
     CONFLICT,
@@ -59,21 +59,31 @@ _LAST = ACCESSED_SQL.format(row="")
 """A fact's last access (spelled short: the access updates below are long)."""
 
 
+_DEFAULT_PROVENANCE = tuple(Provenance.model_construct().__dict__.values())
+"""Every field of the default provenance, in field order (what :func:`_provenances` keys a value by)."""
+
+
+def _provenance_text(p: Provenance, by_value: dict[tuple[Any, ...], str]) -> str:
+    """How a row stores ``p``: its JSON without default values, an empty text for the default (schema 7;
+    ``{}`` before, which every reader spells as ``interface`` library), each distinct value serialised once
+    (``by_value``, keyed by every field in field order, starts with the default: no serialiser built)."""
+    key = tuple(p.__dict__.values())
+    text = by_value.get(key)
+    if text is None:
+        text = p.model_dump_json(exclude_none=True, exclude_defaults=True)
+        text = by_value[key] = "" if text == "{}" else text
+    return text
+
+
 def _provenances(facts: Sequence[Fact]) -> dict[int, str]:
-    """Each distinct provenance of a batch (by value: an imported bundle parses one object per fact)
-    serialised once, by object id, without its default values (an empty text for a library write since
-    schema 7, ``{}`` before, which every reader spells as ``interface`` library)."""
+    """Each distinct provenance of a batch (by value: an imported bundle parses one object per fact) as
+    :func:`_provenance_text` stores it, by object id."""
     out: dict[int, str] = {}
-    by_value: dict[tuple[Any, ...], str] = {}
+    by_value: dict[tuple[Any, ...], str] = {_DEFAULT_PROVENANCE: ""}
     for fact in facts:
         p = fact.provenance
         if id(p) not in out:
-            key = tuple(p.__dict__.values())  # every field, in field order
-            text = by_value.get(key)
-            if text is None:
-                text = p.model_dump_json(exclude_none=True, exclude_defaults=True)
-                text = by_value[key] = "" if text == "{}" else text  # schema 7: no bytes for the default
-            out[id(p)] = text
+            out[id(p)] = _provenance_text(p, by_value)
     return out
 
 
@@ -99,18 +109,24 @@ def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -
 
 def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
     """The :data:`_INSERT_PLAIN` parameters of a batch of plain new facts (every other column at its
-    default: no equivalents, never accessed, full weight, live, unpinned, no vector), else ``None``."""
-    provenances = _provenances(facts)
+    default: no equivalents, never accessed, full weight, live, unpinned, no vector), else ``None``. One
+    pass: a provenance object shared with the previous fact (a bulk write's) is not looked up again."""
     rows: list[tuple[Any, ...]] = []
-    append, micros = rows.append, to_micros
+    append, micros, label = rows.append, to_micros, stored_label
+    by_value: dict[tuple[Any, ...], str] = {_DEFAULT_PROVENANCE: ""}
+    last: Provenance | None = None
+    stored = ""
     for f in facts:
         if f.kind != "fact" or f.equivalents or f.access_count or f.weight != 1.0:
             return None
         if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
             return None
-        accessed = AS_CREATED if f.accessed_at == f.created_at else micros(f.accessed_at)
-        append((f.id, f.agent_id, f.text, micros(f.created_at), accessed, stored_label(f.confidence),
-                provenances[id(f.provenance)]))  # fmt: skip
+        if f.provenance is not last:
+            last = f.provenance
+            stored = _provenance_text(last, by_value)
+        created = f.created_at
+        accessed = AS_CREATED if f.accessed_at == created else micros(f.accessed_at)
+        append((f.id, f.agent_id, f.text, micros(created), accessed, label(f.confidence), stored))
     return rows
 
 
@@ -186,6 +202,8 @@ def _unknown(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
     """The facts whose ids are neither stored nor repeated earlier in ``facts`` (first one wins)."""
     ids = list(dict.fromkeys(f.id for f in facts))
     known: set[str] = set()
+    if c.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is None:
+        ids = []  # an empty store (a restore into a new directory) knows no id: nothing to look up
     for chunk in chunks(ids):
         sql = f"SELECT id FROM facts WHERE id IN ({placeholders(len(chunk))})"
         known.update(row[0] for row in c.execute(sql, list(chunk)))
