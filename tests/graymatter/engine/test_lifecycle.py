@@ -19,7 +19,7 @@ from graymatter.engine.summarisers import (
     resolve_summariser,
 )
 from graymatter.errors import ProviderError
-from graymatter.models import utcnow
+from graymatter.models import ConsolidationReport, utcnow
 from support.embedding_stub import EmbeddingProviderStub
 
 DAY = timedelta(days=1)
@@ -35,6 +35,8 @@ def test_decay_is_idempotent_and_follows_half_life(mem: Memory) -> None:
     assert mem.consolidate("a", now=later).decayed == 0  # same moment: nothing changes
     assert mem.get(fact.id).weight == weight
     assert decayed_weight(mem.get(fact.id), later - DAY, 720) == weight  # never rises
+    assert report == ConsolidationReport.model_validate(report.model_dump())  # what validation builds
+    assert report.model_fields_set == set(ConsolidationReport.model_fields)
 
 
 def test_prune_below_floor_unless_pinned(mem: Memory) -> None:
