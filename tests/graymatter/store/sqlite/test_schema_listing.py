@@ -137,22 +137,29 @@ def _statements(memory: Memory, count: int) -> list[str]:
     return seen
 
 
-def test_a_bulk_write_is_one_insert_per_row_and_a_fixed_number_of_other_statements(tmp_path: Path) -> None:
+def test_a_bulk_write_inserts_a_hundred_rows_a_statement_and_a_fixed_number_of_other_statements(
+    tmp_path: Path,
+) -> None:
     config = MemoryConfig(async_consolidate=False)
     with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
-        small, large = _statements(memory, 10), _statements(memory, 500)
-    inserts = [s for s in large if s.startswith("INSERT INTO facts (")]
-    others = [s for s in large if not s.startswith("INSERT INTO facts (")]
-    assert len(inserts) == 500 and all(s.startswith(_SHORT + ") VALUES") for s in inserts)
-    assert len(small) - 10 == len(others)
-    assert [s.split("(")[0].split(" WHERE")[0].split(" = ")[0].strip() for s in others] == [
-        "BEGIN IMMEDIATE",
-        "SELECT value FROM meta",
-        "UPDATE meta SET value",  # the agent's decay mark, lowered only by an older fact (schema 7)
-        "SELECT coalesce",
-        "INSERT INTO facts_fts",
-        "COMMIT",
-    ]
+        small, large, ragged = _statements(memory, 10), _statements(memory, 500), _statements(memory, 250)
+        conn = memory.store._conn()  # type: ignore[attr-defined]
+        rows = conn.execute("SELECT text FROM facts ORDER BY rowid").fetchall()
+    written = [f"note {n} {i} on the staging cluster" for n in (10, 500, 250) for i in range(n)]
+    assert [r[0] for r in rows] == written  # in order, every row once
+    for statements, per_statement in ((small, [1] * 10), (large, [100] * 5), (ragged, [100, 100] + [1] * 50)):
+        inserts = [s for s in statements if s.startswith("INSERT INTO facts (")]
+        others = [s for s in statements if not s.startswith("INSERT INTO facts (")]
+        assert all(s.startswith(_SHORT + ") VALUES") for s in inserts)
+        assert [s.count(" on the staging cluster'") for s in inserts] == per_statement
+        assert [s.split("(")[0].split(" WHERE")[0].split(" = ")[0].strip() for s in others] == [
+            "BEGIN IMMEDIATE",
+            "SELECT value FROM meta",
+            "UPDATE meta SET value",  # the agent's decay mark, lowered only by an older fact (schema 7)
+            "SELECT coalesce",
+            "INSERT INTO facts_fts",
+            "COMMIT",
+        ]
 
 
 def _keys(db: Path) -> tuple[list[int], int]:

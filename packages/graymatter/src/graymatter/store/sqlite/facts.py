@@ -25,6 +25,7 @@ from graymatter.store.sqlite.rows import (
     ACCESSED_SQL,
     AS_CREATED,
     chunks,
+    execute_rows,
     placeholders,
     stored_label,
     to_micros,
@@ -131,12 +132,12 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
 
 
 def _insert_rows(c: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], insert: str = _INSERT_FACT) -> None:
-    """Insert fact rows with one ``executemany`` of ``insert`` and their full-text entries with one
+    """Insert fact rows (``rows.execute_rows`` of ``insert``) and their full-text entries with one
     statement; settle the exact-text keys when :data:`SETTLE_ROWS` facts or more are past the mark."""
     if not rows:
         return
     last, settled = c.execute(_MARKS).fetchone()
-    c.executemany(insert, rows)
+    execute_rows(c, insert, rows)
     c.execute(_INDEX_NEW, (last,))
     if last + len(rows) - int(settled or 0) >= SETTLE_ROWS:
         c.execute(_SETTLE, (int(settled or 0),))
