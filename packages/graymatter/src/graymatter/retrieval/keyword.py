@@ -89,10 +89,8 @@ def keyword_evidence(
     evidence = KeywordEvidence()
     if not terms:
         return evidence
-    own, sources = evidence.own, evidence.sources
-    for fid, score in _scores(store, agent_ids, terms, limit, confidences):
-        own[fid] = score
-        sources[fid] = "match"
+    own = evidence.own = dict(_scores(store, agent_ids, terms, limit, confidences))
+    sources = evidence.sources = dict.fromkeys(own, "match")
     if not own:
         return evidence
     phrases = phrase_terms(query, terms) if phrase_weight > 0 else []

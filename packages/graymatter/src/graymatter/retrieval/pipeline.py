@@ -187,9 +187,9 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     if vector_ids or recent_ids:
         pool_ids = list(dict.fromkeys([*pool_ids, *vector_ids, *recent_ids]))
     allowed = None if confidences is None else set(confidences)
-    info = {
-        fid: row for fid, row in store.rank_info(pool_ids).items() if allowed is None or row[1] in allowed
-    }
+    info = store.rank_info(pool_ids)  # a new dict, filtered only when labels are asked for
+    if allowed is not None:
+        info = {fid: row for fid, row in info.items() if row[1] in allowed}
     keyword_score, keyword_sources, weights = _weigh(store, request, groups, evidence, info, similarity)
     # A query with informative words only returns facts with evidence of relevance (a keyword, phrase or
     # context hit, or a close vector neighbour); recency then orders among those. An empty or stop-word-only
@@ -324,8 +324,12 @@ def _signal_ranks(
     # With a relevance signal, recency casts no vote: it orders equally strong keyword matches, newest
     # first (fusion.evidence_order), so it never outvotes evidence. Without one (empty query, recency-only
     # weights) it ranks the recent timeline exactly: the sliding window.
-    created = {fid: row[0] for fid, row in info.items() if fid in members}
-    evidence = {fid: keyword_score[fid] for fid in keyword_score if fid in created}
+    if not vector_ids and len(members) == len(keyword_score) and all(fid in info for fid in keyword_score):
+        # keyword-only: the members are the scored facts, each in ``info`` (the same maps, built once)
+        created, evidence = {fid: info[fid][0] for fid in keyword_score}, keyword_score
+    else:
+        created = {fid: row[0] for fid, row in info.items() if fid in members}
+        evidence = {fid: keyword_score[fid] for fid in keyword_score if fid in created}
     newest_first = request.weights.recency > 0  # recency orders equally strong matches (see fusion)
     keyword_order = evidence_order(
         evidence, created, newest_first=newest_first, resolution_s=request.recency_resolution_s

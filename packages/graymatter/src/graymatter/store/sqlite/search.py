@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -26,9 +27,13 @@ from graymatter.store.sqlite.schema import SESSION_SQL
 def _fts_safe(term: str) -> str:
     """Drop what SQLite cannot carry inside a quoted FTS5 string: NUL and lone surrogates."""
     cleaned = term.replace("\x00", " ")
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in cleaned):
+    if _SURROGATE.search(cleaned) is not None:
         cleaned = "".join(" " if 0xD800 <= ord(ch) <= 0xDFFF else ch for ch in cleaned)
     return cleaned.replace('"', '""')
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+"""A lone surrogate (what SQLite cannot carry in a string)."""
 
 
 def fts_match_expression(terms: Sequence[str]) -> str:
@@ -173,20 +178,23 @@ class SQLiteKeywordSearch(SQLiteConnections):
         moments = _MOMENTS
         if len(moments) > MOMENTS_KEPT:
             moments.clear()
-        for fid, bm25, created, confidence, text, no_session in rows:
+        for fid, bm25, created, confidence, text, no_session, rank in rows:
             scores.append((fid, -float(bm25)))
-            moment = moments.get(created)
-            if moment is None:
-                moment = moments[created] = at_micros(created)
-            ranks[fid] = (moment, confidence)
+            if rank is None:
+                moment = moments.get(created)
+                if moment is None:
+                    moment = moments[created] = at_micros(created)
+                rank = (moment, confidence)
+            ranks[fid] = rank
             texts[fid] = text
             if no_session:
                 sessionless.add(fid)
         return scores, ranks, texts, sessionless
 
 
-Match = tuple[str, float, int, str, str, int]
-"""``(fact id, bm25, created_at in microseconds, confidence, text, 1 if it has no session else 0)``."""
+Match = tuple[str, float, int, str, str, int, tuple[datetime, str] | None]
+"""``(fact id, bm25, created_at in microseconds, confidence, text, 1 if it has no session else 0, its
+rank_info pair when already decoded)``."""
 _BEST_FIRST = operator.itemgetter(1, 2, 0)
 """Score (FTS5's bm25 is lower for better), then ``created_at``, then id."""
 
@@ -207,7 +215,7 @@ no JSON is read), else 0."""
 _CUT_SQL = (
     f"SELECT f.id, m.s, f.created_at, {_LABEL}, f.text, "
     + _SESSIONLESS.replace("{", "{{").replace("}", "}}")
-    + " FROM (SELECT rowid, bm25(facts_fts) AS s "
+    + ", NULL FROM (SELECT rowid, bm25(facts_fts) AS s "
     "FROM facts_fts WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?) AS m "
     "LEFT JOIN facts f ON f.rowid = m.rowid AND {where}"
 )
@@ -228,8 +236,9 @@ _ROWS_SQL = (
 
 CUT_ROWS_KEPT = 16_384
 """Facts whose cut columns a store remembers by rowid (then the memory starts over)."""
-Known = tuple[str, int, str, str, int, str, str]
-"""``(id, created_at, label, text, 1 if no session, agent_id, stored confidence)`` of a fact, by rowid."""
+Known = tuple[str, int, str, str, int, str, str, tuple[datetime, str]]
+"""``(id, created_at, label, text, 1 if no session, agent_id, stored confidence, (created_at decoded,
+label))`` of a fact, by rowid."""
 CutMemo = list[tuple[bytes, dict[int, Known]]]
 """One box holding FTS5's structure record and the facts' cut columns read while it was the current one."""
 Namespace = tuple[frozenset[str], frozenset[str] | None]
@@ -253,23 +262,30 @@ def _memo_cut(
     change only with a row inserted, deleted or retired, which rewrites FTS5's structure record; memo rows
     are used only under the record they were read with."""
     rows = c.execute(sql, [*head, size]).fetchall()
-    structure = next((row[1] for row in rows if row[0] is None), None)
+    if rows and rows[0][0] is None:  # SQLite returns the first part of a UNION ALL first
+        structure, inner = rows[0][1], rows[1:]
+    else:
+        structure = next((row[1] for row in rows if row[0] is None), None)
+        inner = [row for row in rows if row[0] is not None]
     if structure is None:
         return None
     known_structure, known = memo[0]
     if known_structure != structure or len(known) >= CUT_ROWS_KEPT:
         known = {}
         memo[0] = (structure, known)  # never cleared in place: another thread may be reading it
-    inner = [row for row in rows if row[0] is not None]
-    missing = [row[0] for row in inner if row[0] not in known]
-    if missing and not _read_known(c, missing, structure, known):
-        return None
+    try:  # the usual case on a store whose index did not change: every row is remembered
+        facts: list[tuple[Known | None, float]] = [(known[rowid], score) for rowid, score in inner]
+    except KeyError:
+        missing = [rowid for rowid, _ in inner if rowid not in known]
+        if not _read_known(c, missing, structure, known):
+            return None
+        facts = [(known.get(rowid), score) for rowid, score in inner]
     agents, labels = namespace
-    ranked: list[Match] = []
-    for rowid, score in inner:
-        fact = known.get(rowid)
-        if fact is not None and fact[5] in agents and (labels is None or fact[6] in labels):
-            ranked.append((fact[0], score, fact[1], fact[2], fact[3], fact[4]))
+    ranked: list[Match] = [
+        (fact[0], score, fact[1], fact[2], fact[3], fact[4], fact[7])
+        for fact, score in facts
+        if fact is not None and fact[5] in agents and (labels is None or fact[6] in labels)
+    ]
     ranked.sort(key=_BEST_FIRST)
     return len(inner), ranked
 
@@ -281,7 +297,7 @@ def _read_known(c: sqlite3.Connection, rowids: list[int], structure: bytes, know
         rows = c.execute(_ROWS_SQL + placeholders(len(chunk)) + ")", list(chunk)).fetchall()
         if next((row[1] for row in rows if row[0] is None), None) != structure:
             return False
-        known.update((row[0], row[1:]) for row in rows if row[0] is not None)
+        known.update((row[0], (*row[1:], (at_micros(row[2]), row[3]))) for row in rows if row[0] is not None)
     return True
 
 
@@ -321,7 +337,7 @@ def _ranked_matches(
     if ranked is not None:
         return ranked[:limit]
     return c.execute(
-        f"SELECT f.id, bm25(facts_fts) AS s, f.created_at, {_LABEL}, f.text, {_SESSIONLESS} "
+        f"SELECT f.id, bm25(facts_fts) AS s, f.created_at, {_LABEL}, f.text, {_SESSIONLESS}, NULL "
         "FROM facts_fts "
         "JOIN facts f ON f.rowid = facts_fts.rowid "
         f"WHERE facts_fts MATCH ? AND {condition} ORDER BY s, f.created_at, f.id LIMIT ?",
