@@ -7,12 +7,14 @@ import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.models import Fact, Provenance
+from graymatter.store.sqlite import facts as sqlite_facts
 from graymatter.store.sqlite.facts import _plain_rows, _provenances
 from graymatter.store.sqlite.rows import AS_CREATED, text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
@@ -73,3 +75,19 @@ def test_the_sql_key_of_a_stored_text_is_text_hash(texts: list[str]) -> None:
         assert sorted(keys) == sorted((text_hash(f.text), f.text) for f in facts)
         assert all(-(1 << 23) <= key < 1 << 23 for key, _ in keys)  # three bytes in a record (schema 7)
         assert all(store.find_by_text("a", f.text) for f in facts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40), min_size=1))
+def test_the_settled_keys_are_text_hash_of_each_stored_text(texts: list[str]) -> None:
+    """The settle hashes in SQL (``rows.TEXT_HASH_SQL``: CRC-32 of the stored UTF-8 bytes), the lookups in
+    Python (``text_hash``): the same key for any storable text, NUL and every plane included."""
+    facts = [_fact(i, Provenance(), text) for i, text in enumerate(texts)]
+    with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as directory:
+        patch.setattr(sqlite_facts, "SETTLE_ROWS", 1)  # every write settles
+        with SQLiteStore(directory) as store:
+            store.add_facts(facts)
+            join = "SELECT k.text_hash, f.text FROM facts_text AS k JOIN facts AS f ON f.rowid = k.fact_rowid"
+            settled = store._write(lambda c: c.execute(join).fetchall())
+            assert sorted(settled) == sorted((text_hash(f.text), f.text) for f in facts)
+            assert all(store.find_by_text("a", f.text) for f in facts)

@@ -7,6 +7,7 @@ import random
 import sqlite3
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -152,6 +153,7 @@ class SQLiteConnections:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             # exact-text keys are computed in SQL (the settle, the delete trigger: schema 7)
             conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
+            conn.create_function("gm_crc32", 1, zlib.crc32, deterministic=True)  # rows.TEXT_HASH_SQL
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from None
         with self._conn_lock:

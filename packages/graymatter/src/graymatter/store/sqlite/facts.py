@@ -24,6 +24,7 @@ from graymatter.store.sqlite.decay import HOUR_US, lower_marks
 from graymatter.store.sqlite.rows import (
     ACCESSED_SQL,
     AS_CREATED,
+    TEXT_HASH_SQL,
     chunks,
     execute_rows,
     placeholders,
@@ -51,7 +52,7 @@ SETTLE_ROWS = 20_000
 insert instead of a random index insert per fact; a text lookup scans at most this many rows by rowid)."""
 _MARKS = "SELECT coalesce(max(rowid), 0), (SELECT value FROM meta WHERE key = 'text_settled') FROM facts"
 _SETTLE = (
-    "INSERT OR IGNORE INTO facts_text SELECT gm_text_hash(text), rowid FROM facts "
+    f"INSERT OR IGNORE INTO facts_text SELECT {TEXT_HASH_SQL.format(text='text')}, rowid FROM facts "
     "WHERE rowid > ? ORDER BY 1, 2"
 )
 """The exact-text keys of the facts past the settled mark, in key order (schema 6; since schema 7 hashed here,

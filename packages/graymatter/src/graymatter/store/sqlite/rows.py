@@ -73,6 +73,12 @@ def text_hash(text: str) -> int:
     return (zlib.crc32(text.encode("utf-8", "surrogatepass")) & 0xFFFFFF) - 0x800000
 
 
+TEXT_HASH_SQL = "((gm_crc32(CAST({text} AS BLOB)) & 16777215) - 8388608)"
+""":func:`text_hash` of a stored text in SQL (``{text}``: the column), with ``zlib.crc32`` itself as
+``gm_crc32`` on the UTF-8 bytes SQLite holds: no Python frame per row, 0.3 instead of 0.5 us a key (a stored
+text holds no lone surrogate, which cannot be bound, so its bytes are what ``text_hash`` encodes)."""
+
+
 def placeholders(count: int) -> str:
     """``count`` question marks separated by commas."""
     return ",".join("?" * count)
