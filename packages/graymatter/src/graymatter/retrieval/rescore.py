@@ -98,14 +98,16 @@ def rescore(
     best_covered = 0.0
     analysed = stems_among([texts[fid] for fid in ids], wanted, temporal)
     # Coverage depends only on which query stems a text holds, and most matches share a few such sets.
-    covers: dict[frozenset[str], float] = {}
+    covers: dict[frozenset[str], tuple[float, float]] = {}
     for fid, fact_stems in zip(ids, analysed, strict=True):
         held = query_stems & fact_stems
-        covered = covers.get(held)
-        if covered is None:
-            covered = covers[held] = coverage(query_groups, held)
-        best_covered = max(best_covered, covered)
-        value = 1.0 + coverage_weight * covered
+        known = covers.get(held)
+        if known is None:
+            covered = coverage(query_groups, held)
+            known = covers[held] = (covered, 1.0 + coverage_weight * covered)
+        covered, value = known
+        if covered > best_covered:
+            best_covered = covered
         if temporal and says_when(fact_stems):
             value *= 1.0 + temporal_weight
         factor[fid] = value
@@ -180,6 +182,13 @@ def stems_among(texts: Sequence[str], wanted: Collection[str], years: bool) -> l
     store, texts rarely seen twice) only the wanted stems come back to Python, a third of the cost."""
     if len(wanted) > MAX_WANTED_STEMS:
         return stems(texts)
+    try:  # the usual case in a working set that fits: every text remembered
+        remembered = [_KNOWN[text] for text in texts]
+    except KeyError:
+        pass
+    else:
+        _count(len(remembered), 0)
+        return remembered
     out: list[frozenset[str] | None] = [_KNOWN.get(text) for text in texts]
     unknown = [i for i, hit in enumerate(out) if hit is None]
     if unknown:

@@ -42,19 +42,17 @@ def leading_word(text: str) -> str | None:
 
 
 KNOWN_ENTRIES = 8192
-"""Texts whose leading word is remembered (a recall re-reads the matches of the last ones)."""
-_KNOWN: dict[str, str | None] = {}
+"""Texts whose leading word's stems are remembered (a recall re-reads the matches of the last ones)."""
+_KNOWN: dict[str, frozenset[str]] = {}
 
 
-def _lead(text: str) -> str | None:
-    """:func:`leading_word`, remembered for up to :data:`KNOWN_ENTRIES` texts (oldest eighth dropped)."""
-    try:
-        return _KNOWN[text]
-    except KeyError:
-        pass
+def _lead_stems(text: str) -> frozenset[str]:
+    """The index stems of :func:`leading_word` (empty when there is none), remembered for up to
+    :data:`KNOWN_ENTRIES` texts (oldest eighth dropped)."""
     word = leading_word(text)
-    remember_bounded(_KNOWN, text, word, KNOWN_ENTRIES)
-    return word
+    found = frozenset(_TOKENIZER.stems([word])[0]) if word is not None else frozenset()
+    remember_bounded(_KNOWN, text, found, KNOWN_ENTRIES)
+    return found
 
 
 def subject_rescore(
@@ -69,13 +67,17 @@ def subject_rescore(
     if weight <= 0 or not keyword_score or not query_stems:
         return keyword_score
     found = texts(list(keyword_score))
-    leads = {fid: word for fid, text in found.items() if (word := _lead(text)) is not None}
-    words = list(dict.fromkeys(leads.values()))
-    analysed = zip(words, _TOKENIZER.stems(words), strict=True)
-    matching = {word for word, stems in analysed if query_stems.intersection(stems)}
+    known, disjoint = _KNOWN, query_stems.isdisjoint
+    matching = [
+        fid
+        for fid, text in found.items()
+        if not disjoint(lead if (lead := known.get(text)) is not None else _lead_stems(text))
+    ]
     if not matching:
         return keyword_score
     factor = 1.0 + weight
-    return {
-        fid: score * factor if leads.get(fid) in matching else score for fid, score in keyword_score.items()
-    }
+    out = dict(keyword_score)  # the same keys in the same order
+    for fid in matching:
+        if fid in out:  # a reader answering more than it was asked changes nothing else
+            out[fid] = keyword_score[fid] * factor
+    return out
