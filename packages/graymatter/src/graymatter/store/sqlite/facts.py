@@ -204,8 +204,10 @@ def _unknown(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
     """The facts whose ids are neither stored nor repeated earlier in ``facts`` (first one wins)."""
     ids = list(dict.fromkeys(f.id for f in facts))
     known: set[str] = set()
-    if c.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is None:
-        ids = []  # an empty store (a restore into a new directory) knows no id: nothing to look up
+    if c.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is None:  # a restore into a new directory:
+        if len(ids) == len(facts):  # an empty store knows no id, and none repeats: every fact is new
+            return list(facts)
+        ids = []  # nothing to look up
     for chunk in chunks(ids):
         sql = f"SELECT id FROM facts WHERE id IN ({placeholders(len(chunk))})"
         known.update(row[0] for row in c.execute(sql, list(chunk)))
