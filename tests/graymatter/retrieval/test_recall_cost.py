@@ -161,3 +161,19 @@ def test_a_recall_over_facts_without_sessions_asks_for_no_neighbours(memory: Mem
     assert [s for s in seen if s.startswith(anchors)] and [s for s in seen if "INDEXED BY facts_session" in s]
     explained = memory.recall_explain("a", "payment deploy", top_k=40)
     assert [e.text for e in explained if e.keyword_source == "context"] == ["it runs on Tuesdays"]
+
+
+def test_only_a_match_written_in_a_session_can_lend(memory: Memory) -> None:
+    """``RecallReads.any_turn`` answers from what the keyword search read: matches written without a
+    session have no neighbours, so the keyword signal skips choosing lenders; a turn among them is seen."""
+    from graymatter.retrieval.recall_reads import RecallReads
+
+    memory.remember_many("a", [f"deploy note {i} about the payment service" for i in range(5)])
+    reads = RecallReads(memory.store)
+    plain = dict(reads.keyword_scores(["a"], ["payment"], 10))
+    assert len(plain) == 5 and not reads.any_turn(plain)
+    memory.remember("a", "the payment deploy, we said", session="s1")
+    reads = RecallReads(memory.store)
+    found = dict(reads.keyword_scores(["a"], ["payment"], 10))
+    assert len(found) == 6 and reads.any_turn(found) and not reads.any_turn(plain)
+    assert RecallReads(memory.store).any_turn(plain)  # nothing read yet: it cannot tell, so it may

@@ -100,6 +100,9 @@ def keyword_evidence(
             sources.setdefault(fid, "phrase")
     if context_weight <= 0 or context_window <= 0 or context_sources <= 0:
         return evidence
+    turns = getattr(store, "any_turn", None)
+    if turns is not None and not turns(own):
+        return evidence  # no match is a conversation turn: none has neighbours, nothing is lent
     # Stable sort: equal scores keep BM25 order (the backend's total order).
     lenders = sorted(evidence.own.items(), key=lambda item: -item[1])[:context_sources]
     adjacent = store.neighbours([fid for fid, _ in lenders], context_window)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import cast
 
@@ -82,6 +82,11 @@ class RecallReads:
         elif missing:
             self._texts.update((fact.id, fact.text) for fact in self.get_facts(missing))
         return {fid: self._texts[fid] for fid in fact_ids if fid in self._texts}
+
+    def any_turn(self, fact_ids: Collection[str]) -> bool:
+        """Whether any of ``fact_ids`` may be a conversation turn: not read by a keyword search as written
+        without a session (:meth:`neighbours` would ask the store about none of them otherwise)."""
+        return not self._sessionless.issuperset(fact_ids)
 
     def neighbours(self, fact_ids: Sequence[str], window: int) -> dict[str, list[str]]:
         """``Store.neighbours``, not asked about facts a keyword search read as written without a session
