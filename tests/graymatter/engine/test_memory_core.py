@@ -6,12 +6,17 @@ import gc
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graymatter import Memory
+from graymatter import validation as check
 from graymatter.config import MemoryConfig
 from graymatter.engine import memory_core
 from graymatter.errors import InvalidInput
@@ -130,3 +135,33 @@ def test_a_bulk_write_and_its_background_cycle_build_no_model_schema(tmp_path: P
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+_TEXTS = st.one_of(
+    st.text(max_size=12),
+    st.text(st.characters(min_codepoint=0xD7F0, max_codepoint=0xE010), max_size=4),  # lone surrogates
+    st.sampled_from(["", "  ", "x" * 10, "x" * 11, "é" * 5, "é" * 6, " pad "]),
+    st.none(),
+    st.integers(),
+)
+
+
+def test_a_bulk_write_checks_its_texts_as_one_write_checks_each(tmp_path: Path) -> None:
+    """``remember_many``'s text checks return or raise what ``validation.text`` does, in order."""
+    with Memory(
+        tmp_path / "s", config=MemoryConfig(max_text_bytes=10), embedder=None, summariser=None
+    ) as memory:
+
+        def outcome(call: Callable[[], object]) -> object:
+            try:
+                return call()
+            except InvalidInput as exc:
+                return str(exc)
+
+        @settings(max_examples=300, deadline=None)
+        @given(st.lists(_TEXTS, max_size=5))
+        def same(texts: list[Any]) -> None:
+            spelled_out = outcome(lambda: [check.text(t, 10) for t in texts])
+            assert outcome(lambda: memory._texts(texts)) == spelled_out
+
+        same()

@@ -125,7 +125,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
     ) -> builtins.list[Fact]:
         """Store several facts in one transaction (all or none); ``session`` as for ``remember``."""
         agent_id = self._agent(agent_id)
-        clean = [self._text(t) for t in texts]
+        clean = self._texts(texts)
         prov = _with_session(check.provenance(provenance), check.session(session))
         label = check.confidence(confidence)
         vectors = self._embeddings.embed_batch(clean)  # outside the pause: a provider allocates its own way

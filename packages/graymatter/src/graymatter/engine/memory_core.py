@@ -157,6 +157,16 @@ class MemoryCore:
     def _text(self, text: Any, field: str = "text") -> str:
         return check.text(text, self.config.max_text_bytes, field)
 
+    def _texts(self, texts: Sequence[Any]) -> list[str]:
+        """Each text checked as :meth:`_text` checks it, in order (the first failure raises its error). An
+        ASCII text within the limit that is not blank passes without the call: its size is its length and
+        it holds no surrogate, so ``validation.text`` would return it."""
+        limit, full = self.config.max_text_bytes, check.text
+        return [
+            t if type(t) is str and t.isascii() and len(t) <= limit and t.strip() else full(t, limit)
+            for t in texts
+        ]
+
     @staticmethod
     def _new_facts(
         agent_id: str, texts: list[str], confidence: Confidence, provenance: Provenance
