@@ -318,7 +318,7 @@ def _ranked_matches(
     condition, filters = where
 
     def cut_of(window: str, head: list[Any]) -> Callable[[int], tuple[int, list[Match]]]:
-        joined, inner = _CUT_SQL.format(window=window, where=condition), _INNER_SQL.format(window=window)
+        joined, inner = _cut_statements(window, condition)
 
         def one(size: int) -> tuple[int, list[Match]]:
             found = None if memo is None else _memo_cut(c, memo[0], inner, head, size, memo[1])
@@ -343,6 +343,24 @@ def _ranked_matches(
         f"WHERE facts_fts MATCH ? AND {condition} ORDER BY s, f.created_at, f.id LIMIT ?",
         [match, *filters, limit],
     ).fetchall()
+
+
+_STATEMENTS: dict[tuple[str, str], tuple[str, str]] = {}
+
+
+def _cut_statements(window: str, condition: str) -> tuple[str, str]:
+    """The joined and the memory's cut statements for a window and a namespace condition (formatted once:
+    a recall asks for the same few)."""
+    key = (window, condition)
+    found = _STATEMENTS.get(key)
+    if found is None:
+        if len(_STATEMENTS) > 256:  # conditions differ only by the number of agents and labels
+            _STATEMENTS.clear()
+        found = _STATEMENTS[key] = (
+            _CUT_SQL.format(window=window, where=condition),
+            _INNER_SQL.format(window=window),
+        )
+    return found
 
 
 def _cut(
