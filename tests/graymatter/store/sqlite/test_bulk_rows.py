@@ -15,6 +15,7 @@ from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.models import Fact, Provenance
 from graymatter.store.sqlite import facts as sqlite_facts
+from graymatter.store.sqlite import rows as sqlite_rows
 from graymatter.store.sqlite.facts import _plain_rows, _provenances
 from graymatter.store.sqlite.rows import AS_CREATED, text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
@@ -91,3 +92,45 @@ def test_the_settled_keys_are_text_hash_of_each_stored_text(texts: list[str]) ->
             settled = store._write(lambda c: c.execute(join).fetchall())
             assert sorted(settled) == sorted((text_hash(f.text), f.text) for f in facts)
             assert all(store.find_by_text("a", f.text) for f in facts)
+
+
+def _columns_of(db: Path) -> list[tuple[object, ...]]:
+    conn = sqlite3.connect(db)
+    try:
+        names = [str(r[1]) for r in conn.execute("PRAGMA table_info(facts)")]
+        columns = ", ".join(f"{n}, typeof({n})" for n in names)
+        return conn.execute(f"SELECT {columns} FROM facts ORDER BY rowid").fetchall()
+    finally:
+        conn.close()
+
+
+def test_rows_bound_a_hundred_to_a_statement_are_the_rows_executemany_stores(tmp_path: Path) -> None:
+    """A hundred rows to a statement, their shared agent, access, label and provenance bound once when they
+    agree (the first hundred), each row's own when not (the second), the tail by ``executemany``: the
+    same rows, rowids and storage classes as one ``executemany`` of every row."""
+    later = datetime(2026, 1, 3, tzinfo=UTC)
+    facts = [
+        Fact(
+            id=f"01ARZ3NDEKTSV4RRFFQ69G{i:04d}",
+            agent_id="a" if i < 100 or i % 2 else "b",
+            text=f"note {i}",
+            created_at=_T,
+            accessed_at=later if i in (150, 220) else _T,
+            confidence="verified" if i in (160, 230) else "inferred",
+            provenance=Provenance(interface="cli") if i in (170, 240) else Provenance(),
+        )
+        for i in range(250)
+    ]
+    stored = []
+    for name, per in (("each", 1), ("hundred", 100)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sqlite_rows, "ROWS_PER_INSERT", per)
+            with SQLiteStore(tmp_path / name) as store:
+                seen: list[str] = []
+                store._conn().set_trace_callback(seen.append)
+                store.add_facts(facts)
+                store._conn().set_trace_callback(None)
+        inserts = [s for s in seen if s.startswith("INSERT INTO facts (")]
+        assert len(inserts) == (250 if per == 1 else 2 + 50)
+        stored.append(_columns_of(tmp_path / name / DB_FILENAME))
+    assert len(stored[0]) == 250 and stored[0] == stored[1]

@@ -47,6 +47,8 @@ _INSERT_PLAIN = (
 )
 """A plain new fact's row: the other columns take their defaults (half the parameters of the full insert,
 a microsecond less per fact)."""
+_PLAIN_SHARED = (1, 4, 5, 6)
+"""The columns of :data:`_INSERT_PLAIN` a bulk write's rows share (agent, last access, label, provenance)."""
 SETTLE_ROWS = 20_000
 """How many facts may wait past the settled mark before their exact-text keys are filled in (one sorted
 insert instead of a random index insert per fact; a text lookup scans at most this many rows by rowid)."""
@@ -132,13 +134,19 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
     return rows
 
 
-def _insert_rows(c: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], insert: str = _INSERT_FACT) -> None:
-    """Insert fact rows (``rows.execute_rows`` of ``insert``) and their full-text entries with one
-    statement; settle the exact-text keys when :data:`SETTLE_ROWS` facts or more are past the mark."""
+def _insert_rows(
+    c: sqlite3.Connection,
+    rows: Sequence[tuple[Any, ...]],
+    insert: str = _INSERT_FACT,
+    shared: tuple[int, ...] = (),
+) -> None:
+    """Insert fact rows (``rows.execute_rows`` of ``insert``, ``shared`` columns bound once where they agree)
+    and their full-text entries with one statement; settle the exact-text keys when :data:`SETTLE_ROWS`
+    facts or more are past the mark."""
     if not rows:
         return
     last, settled = c.execute(_MARKS).fetchone()
-    execute_rows(c, insert, rows)
+    execute_rows(c, insert, rows, shared)
     c.execute(_INDEX_NEW, (last,))
     if last + len(rows) - int(settled or 0) >= SETTLE_ROWS:
         c.execute(_SETTLE, (int(settled or 0),))
@@ -150,7 +158,7 @@ def _insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     short insert, any other batch the full one."""
     plain = _plain_rows(facts)
     if plain is not None:
-        _insert_rows(c, plain, _INSERT_PLAIN)
+        _insert_rows(c, plain, _INSERT_PLAIN, _PLAIN_SHARED)
     else:
         _insert_rows(c, _rows(c, facts, [EMBED_NONE] * len(facts)))
 
