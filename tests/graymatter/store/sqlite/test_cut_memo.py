@@ -102,3 +102,37 @@ def test_rows_read_under_another_structure_are_not_kept(memory: Memory) -> None:
     known: dict[int, Any] = {}
     assert not _read_known(conn, rowids, b"not the structure record", known) and known == {}
     assert _read_known(conn, rowids, _structure(conn), known) and sorted(known) == sorted(rowids)
+
+
+def test_recalls_in_threads_beside_writes_leave_the_memory_exact(memory: Memory) -> None:
+    """Threads share a store's memory: recalls while another thread writes and forgets never fail, and once
+    the writes stop the remembered rows answer as the join."""
+    import threading
+
+    store = _filled(memory)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def recalls() -> None:
+        try:
+            while not stop.is_set():
+                for agents, terms, limit, labels in SEARCHES:
+                    store.keyword_scores_ranked(agents, terms, limit, labels)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    readers = [threading.Thread(target=recalls) for _ in range(3)]
+    for thread in readers:
+        thread.start()
+    try:
+        for i in range(40):
+            fact = memory.remember("a" if i % 2 else "b", f"payment deploy written meanwhile {i}")
+            if i % 3 == 0:
+                memory.forget(fact.agent_id, fact.text)
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join()
+    assert errors == []
+    for remembered, joined in _both(store):
+        assert remembered == joined
