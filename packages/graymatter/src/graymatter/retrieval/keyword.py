@@ -129,6 +129,10 @@ def _scores(
     return [(hit.fact_id, hit.score) for hit in store.keyword_search(agent_ids, terms, limit, confidences)]
 
 
+_OWN_ORIGIN: dict[str, tuple[str, str | None]] = {"match": ("match", None), "phrase": ("phrase", None)}
+"""The origin of a fact's own match, built once per source."""
+
+
 def combine(
     evidence: KeywordEvidence,
     created: Mapping[str, datetime],
@@ -141,7 +145,12 @@ def combine(
 
     Facts missing from ``created`` (retired meanwhile, or filtered out) neither lend nor borrow.
     """
-    scores = {fid: score for fid, score in evidence.own.items() if fid in created}
+    own = evidence.own
+    if not evidence.loans and len(own) <= limit and all(fid in created for fid in own):
+        # nothing lent, nothing retired: the own scores as they are (callers never change them)
+        sources = evidence.sources
+        return own, {fid: _OWN_ORIGIN.get(source := sources[fid]) or (source, None) for fid in own}
+    scores = {fid: score for fid, score in own.items() if fid in created}
     origin: dict[str, tuple[str, str | None]] = {fid: (evidence.sources[fid], None) for fid in scores}
     for borrower, offers in evidence.loans.items():
         when = created.get(borrower)
