@@ -108,10 +108,13 @@ class RecallReads:
 
     def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
         """``Store.rank_info``, answered from the facts already read where it can be."""
-        ids = list(dict.fromkeys(fact_ids))
         ranks = self._ranks
-        if not self._facts and all(fid in ranks for fid in ids):  # the keyword searches read them all
-            return {fid: ranks[fid] for fid in ids}
+        if not self._facts:
+            try:  # the usual case: the keyword searches read them all (a repeated id keeps its first place)
+                return {fid: ranks[fid] for fid in fact_ids}
+            except KeyError:
+                pass
+        ids = list(dict.fromkeys(fact_ids))
         rest = self._store.rank_info([f for f in ids if f not in self._facts and f not in ranks])
         rest.update(self._ranks)
         out: dict[str, tuple[datetime, str]] = {}
