@@ -14,7 +14,8 @@ Layouts, each built in an empty directory:
   (the row and its id index alone): where the time goes;
 * **candidate**: the same schema with a 16-byte binary id, an integer agent code (a small ``agents``
   table) and the fact kind stored empty, the three levers ADR 0011 names for bytes;
-* **FTS5**: ``recall_scale``'s baseline, one ``executemany`` into an FTS5 table holding the texts.
+* **FTS5**: ``recall_scale``'s baseline itself (its ``_grow_fts``), one ``executemany`` per batch into an
+  FTS5 table holding the texts.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 from benchmarks.corpus import generate_facts, iter_batches
 from benchmarks.harness import print_table
+from benchmarks.recall_scale import _grow_fts
 
 SIZES = (1_000, 10_000, 100_000)
 SIZES_QUICK = (1_000, 5_000)
@@ -157,24 +159,6 @@ def _write(db: Path, texts: list[str], candidate: bool, full_text: bool) -> floa
     return cpu / len(texts) * 1e6
 
 
-def _fts(db: Path, texts: list[str]) -> float:
-    conn = sqlite3.connect(db, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61')")
-        cpu = 0.0
-        for batch in iter_batches(texts, BATCH):
-            began = time.process_time()
-            conn.execute("BEGIN")
-            conn.executemany("INSERT INTO t(text) VALUES (?)", [(text,) for text in batch])
-            conn.execute("COMMIT")
-            cpu += time.process_time() - began
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    finally:
-        conn.close()
-    return cpu / len(texts) * 1e6
-
-
 LAYOUTS: dict[str, tuple[Callable[[Path], Path], bool, bool]] = {
     "schema now": (_store_schema, False, True),
     "  without the listing index": (_without(("facts_listing",)), False, True),
@@ -200,7 +184,7 @@ def _measure(size: int) -> dict[str, dict[str, float]]:
                 shutil.rmtree(work)
         work = Path(tempfile.mkdtemp(prefix="gm-layout-"))
         try:
-            cpu["FTS5"].append(_fts(work / "fts.db", texts))
+            cpu["FTS5"].append(_grow_fts(work / "fts.db", texts)[1] / size * 1e6)
             size_of["FTS5"] = (work / "fts.db").stat().st_size / size
         finally:
             shutil.rmtree(work)
