@@ -130,3 +130,26 @@ def test_the_leading_word_is_the_first_informative_word_as_the_query_tokeniser_r
 def tokenize_prefix(text: str) -> list[str]:
     """The query tokeniser's words of the text's first LEAD_CHARS characters (normalised, not stemmed)."""
     return [w for w in (normalise(m.group()) for m in _TOKEN.finditer(text, 0, LEAD_CHARS)) if w]
+
+
+def test_new_texts_leading_words_are_analysed_in_one_tokenizer_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    from graymatter.retrieval import subject
+
+    calls: list[list[str]] = []
+    real = subject._TOKENIZER.stems
+
+    def counted(terms: Sequence[str]) -> list[list[str]]:
+        calls.append(list(terms))
+        return real(terms)
+
+    monkeypatch.setattr(subject, "_KNOWN", {})
+    monkeypatch.setattr(subject._TOKENIZER, "stems", counted)
+    table = {f"f{i}": f"{name} wrote note {i}" for i, name in enumerate(["Caroline", "Melanie"] * 20)}
+    table["none"] = "it is what it is"
+    query = frozenset().union(*stems(["caroline"]))
+    scores = dict.fromkeys(table, 1.0)
+    first = subject_rescore(scores, _texts(table)[0], query, 1.0)
+    assert calls == [["caroline", "melanie"]]  # one call, each distinct leading word once
+    assert first == {fid: 2.0 if text.startswith("Caroline") else 1.0 for fid, text in table.items()}
+    assert subject_rescore(scores, _texts(table)[0], query, 1.0) == first
+    assert len(calls) == 1  # remembered: the second recall analyses nothing

@@ -46,13 +46,25 @@ KNOWN_ENTRIES = 8192
 _KNOWN: dict[str, frozenset[str]] = {}
 
 
-def _lead_stems(text: str) -> frozenset[str]:
-    """The index stems of :func:`leading_word` (empty when there is none), remembered for up to
-    :data:`KNOWN_ENTRIES` texts (oldest eighth dropped)."""
-    word = leading_word(text)
-    found = frozenset(_TOKENIZER.stems([word])[0]) if word is not None else frozenset()
-    remember_bounded(_KNOWN, text, found, KNOWN_ENTRIES)
+def _lead_stems(texts: Sequence[str]) -> dict[str, frozenset[str]]:
+    """The index stems of each text's :func:`leading_word` (empty when there is none), also remembered for
+    up to :data:`KNOWN_ENTRIES` texts (oldest eighth dropped); the new words go to the tokenizer at once."""
+    words = {text: leading_word(text) for text in texts}
+    unique = list(dict.fromkeys(word for word in words.values() if word is not None))
+    stems = dict(zip(unique, map(frozenset, _TOKENIZER.stems(unique)), strict=True)) if unique else {}
+    found = {text: stems[word] if word is not None else frozenset() for text, word in words.items()}
+    for text, lead in found.items():
+        remember_bounded(_KNOWN, text, lead, KNOWN_ENTRIES)
     return found
+
+
+def _lead(text: str, fresh: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """The leading stems of ``text``: from ``fresh``, else remembered, else analysed now (another thread
+    may have evicted it meanwhile)."""
+    lead = fresh.get(text)
+    if lead is None:
+        lead = _KNOWN.get(text)
+    return lead if lead is not None else _lead_stems([text])[text]
 
 
 def subject_rescore(
@@ -68,11 +80,11 @@ def subject_rescore(
         return keyword_score
     found = texts(list(keyword_score))
     known, disjoint = _KNOWN, query_stems.isdisjoint
-    matching = [
-        fid
-        for fid, text in found.items()
-        if not disjoint(lead if (lead := known.get(text)) is not None else _lead_stems(text))
-    ]
+    try:
+        matching = [fid for fid, text in found.items() if not disjoint(known[text])]
+    except KeyError:  # texts seen for the first time: their leading words go to the tokenizer together
+        fresh = _lead_stems([text for text in found.values() if text not in known])
+        matching = [fid for fid, text in found.items() if not disjoint(_lead(text, fresh))]
     if not matching:
         return keyword_score
     factor = 1.0 + weight
