@@ -8,7 +8,6 @@ has to declare them (and none can shadow them). Everything after a bare ``--`` i
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,6 +74,8 @@ def suggest_choice(message: str) -> str:
     match = _INVALID_CHOICE.search(message)
     if not match:
         return message
+    import difflib  # only a mistyped command line pays for it
+
     choices = re.findall(r"'([^']*)'", match.group("choices"))
     near = difflib.get_close_matches(match.group("given"), choices, n=1, cutoff=0.6)
     given, argument = match.group("given"), match.group("argument")
