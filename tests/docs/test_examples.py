@@ -15,12 +15,14 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from support.env import hermetic_env
+from support.warm import private_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
@@ -98,10 +100,17 @@ def test_block_parser_keeps_order_languages_and_text() -> None:
     ]
 
 
+@pytest.fixture
+def runtime() -> Iterator[Path]:
+    """A private XDG_RUNTIME_DIR: the warm server the examples' short commands launch (docs/cli.md) serves
+    this document's later commands and is ended afterwards."""
+    yield from private_runtime("gmd-")
+
+
 @pytest.mark.parametrize(
     "document", [d for d in DOCUMENTS if _runnable(d)], ids=lambda d: str(d.relative_to(ROOT))
 )
-def test_examples_run(document: Path, tmp_path: Path) -> None:
+def test_examples_run(document: Path, tmp_path: Path, runtime: Path) -> None:
     work = tmp_path / "work"
     home = tmp_path / "home"
     work.mkdir()
@@ -111,6 +120,7 @@ def test_examples_run(document: Path, tmp_path: Path) -> None:
         HOME=str(home),
         PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         GRAYMATTER_DOCS_REPO=str(ROOT),
+        XDG_RUNTIME_DIR=str(runtime),
     )
     for name in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "VIRTUAL_ENV"):
         env.pop(name, None)

@@ -71,7 +71,8 @@ def make_memory(tmp_path: Path) -> Iterator[Callable[..., Memory]]:
 
 @pytest.fixture
 def cli(gm_dir: Path) -> Callable[..., CliResult]:
-    """Run ``python -m graymatter --dir <gm_dir> ARGS`` in a real subprocess."""
+    """Run ``python -m graymatter --dir <gm_dir> ARGS`` in a real subprocess, in-process (the warm server's
+    path has its own tests: tests/graymatter/faces/cli/test_warm_commands.py)."""
 
     def run(
         *args: str,
@@ -90,7 +91,7 @@ def cli(gm_dir: Path) -> Callable[..., CliResult]:
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=env or hermetic_env(),
+            env=env or hermetic_env(GRAYMATTER_MCP_WARM="0"),
             cwd=cwd,
         )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)

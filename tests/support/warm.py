@@ -48,3 +48,39 @@ def connects(path: Path) -> bool:
     finally:
         probe.close()
     return True
+
+
+def warm_socket(runtime: Path) -> Path:
+    """The warm server's socket for the code as it is now, under the runtime directory ``runtime``."""
+    from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
+
+    path = socket_path(runtime / "graymatter", code_fingerprint(package_dir()))
+    assert path is not None
+    return path
+
+
+def warm_server_pid(runtime: Path, env: dict[str, str], limit_s: float = 120.0) -> int:
+    """A warm server listening for the code as it is now; its pid (launched here if none is up).
+
+    The key follows every source file, so while files change (a shared working tree) a warm server may
+    retire and another one start: wait for one that listens under the key of the code as it is now.
+    """
+    import subprocess
+    import sys
+    import time
+
+    from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
+
+    deadline = time.monotonic() + limit_s
+    launched: set[str] = set()
+    while time.monotonic() < deadline:
+        sock = warm_socket(runtime)
+        lock = sock.with_suffix(".lock")
+        pid = lock_pid(lock) if lock.exists() else None
+        if pid is not None and alive(pid) and connects(sock):
+            return pid
+        if sock.name not in launched and (pid is None or not alive(pid)):
+            subprocess.Popen([sys.executable, "-c", WARM_SERVER_CODE], env=env, start_new_session=True)
+            launched.add(sock.name)
+        time.sleep(0.05)
+    raise AssertionError("no warm server came up")

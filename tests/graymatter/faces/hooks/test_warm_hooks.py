@@ -32,10 +32,8 @@ import pytest
 
 from graymatter.config import MemoryConfig
 from graymatter.engine.memory import Memory
-from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
-from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
 from support.env import hermetic_env
-from support.warm import alive, connects, lock_pid, private_runtime
+from support.warm import alive, connects, lock_pid, private_runtime, warm_server_pid, warm_socket
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -54,29 +52,6 @@ def _env(runtime: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
         env.pop(name, None)
     env.update(extra)
     return env
-
-
-def _socket(runtime: Path) -> Path:
-    path = socket_path(runtime / "graymatter", code_fingerprint(package_dir()))
-    assert path is not None
-    return path
-
-
-def _warm_pid(runtime: Path, env: dict[str, str]) -> int:
-    """A warm server listening for the code as it is now; its pid (launched here if none is up)."""
-    deadline = time.monotonic() + 120
-    launched: set[str] = set()
-    while time.monotonic() < deadline:
-        sock = _socket(runtime)
-        lock = sock.with_suffix(".lock")
-        pid = lock_pid(lock) if lock.exists() else None
-        if pid is not None and alive(pid) and connects(sock):
-            return pid
-        if sock.name not in launched and (pid is None or not alive(pid)):
-            subprocess.Popen([sys.executable, "-c", WARM_SERVER_CODE], env=env, start_new_session=True)
-            launched.add(sock.name)
-        time.sleep(0.05)
-    raise AssertionError("no warm server came up")
 
 
 def _hook(
@@ -155,7 +130,7 @@ def test_a_hook_through_the_warm_server_prints_exactly_what_in_process_prints(
     elsewhere.mkdir()
     env = _env(runtime, tmp_path)
     for _attempt in range(5):  # the code key follows every source file: a shared tree may retire it
-        _warm_pid(runtime, env)
+        warm_server_pid(runtime, env)
         shutil.rmtree(warm_project, ignore_errors=True)
         shutil.copytree(seeded, warm_project)  # byte-identical stores: same ids, same times
         warm = _run_sequence(env, warm_project, elsewhere)
@@ -182,7 +157,7 @@ def test_a_hook_through_the_warm_server_prints_exactly_what_in_process_prints(
 def _served_warm(store: Path, runtime: Path, env: dict[str, str], run: Callable[[], Any]) -> Any:
     """``run()`` until the hook-log line it adds says the warm server served it (the key may move)."""
     for _attempt in range(5):
-        _warm_pid(runtime, env)
+        warm_server_pid(runtime, env)
         before = len(_records(store))
         result = run()
         added = _records(store)[before:]
@@ -224,7 +199,7 @@ def test_a_killed_warm_server_leaves_a_stale_socket_the_hook_survives(runtime: P
     payload = {"session_id": "s1", "source": "startup", "cwd": str(project)}
     expected = _hook({**env, "GRAYMATTER_MCP_WARM": "0"}, "session-start", payload, project).stdout
     assert b"additionalContext" in expected
-    old = _warm_pid(runtime, env)
+    old = warm_server_pid(runtime, env)
     os.kill(old, signal.SIGKILL)
     deadline = time.monotonic() + 30
     while alive(old) and time.monotonic() < deadline:
@@ -254,7 +229,7 @@ def test_a_socket_whose_server_refuses_the_request_falls_back_in_process(
     payload = {"session_id": "s1", "prompt": "which queue do the jobs use?", "cwd": str(project)}
     expected = _hook({**env, "GRAYMATTER_MCP_WARM": "0"}, "user-prompt", payload, project).stdout
     (runtime / "graymatter").mkdir(mode=0o700)
-    path = _socket(runtime)
+    path = warm_socket(runtime)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(str(path))
     listener.listen(8)
@@ -300,7 +275,7 @@ def test_a_warm_child_killed_mid_hook_prints_nothing_exits_0_and_logs_one_line(
     store = project / ".graymatter"
     env = _env(runtime, tmp_path)
     payload = json.dumps({"session_id": "s1", "prompt": "remember: sk-hidden-note", "cwd": str(project)})
-    warm = _warm_pid(runtime, env)
+    warm = warm_server_pid(runtime, env)
     blocker = sqlite3.connect(store / "graymatter.db", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")  # the hook's write now waits for the lock
     try:

@@ -15,18 +15,16 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
-from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
+from graymatter.faces.mcp_server.warm_paths import code_fingerprint
 from support.mcp_session import initialize_request
 from support.processes import graymatter_command, server_env
-from support.warm import alive, connects, lock_pid, private_runtime
+from support.warm import alive, connects, lock_pid, private_runtime, warm_server_pid, warm_socket
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,38 +49,12 @@ def _env(runtime: Path, **extra: str) -> dict[str, str]:
     return server_env(XDG_RUNTIME_DIR=str(runtime), **extra)
 
 
-def _socket(runtime: Path) -> Path:
-    path = socket_path(runtime / "graymatter", code_fingerprint(package_dir()))
-    assert path is not None
-    return path
-
-
-def _warm_pid(runtime: Path, env: dict[str, str]) -> int:
-    """A warm server listening for the current code; its pid (started here if none is up).
-
-    The key follows every source file, so while files change (a shared working tree) a warm server may
-    retire and another one start: wait for one that listens under the key of the code as it is now.
-    """
-    deadline = time.monotonic() + 90
-    launched: dict[str, subprocess.Popen[bytes]] = {}
-    while time.monotonic() < deadline:
-        sock = _socket(runtime)
-        pid = lock_pid(sock.with_suffix(".lock")) if sock.with_suffix(".lock").exists() else None
-        if pid is not None and alive(pid) and connects(sock):
-            return pid
-        if sock.name not in launched and (pid is None or not alive(pid)):
-            command = [sys.executable, "-c", WARM_SERVER_CODE]
-            launched[sock.name] = subprocess.Popen(command, env=env, start_new_session=True)
-        time.sleep(0.05)
-    raise AssertionError("no warm server came up")
-
-
 def _warm_session(
     runtime: Path, store: Path, env: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], list, int]:
     """A session served by a child of the warm server: the relay, its answers and the child's pid."""
     for _attempt in range(10):
-        warm_pid = _warm_pid(runtime, env)
+        warm_pid = warm_server_pid(runtime, env)
         process = _start(store, env)
         answers = _session(process)
         children = _children_of(warm_pid)
@@ -177,7 +149,7 @@ def test_failing_serve_reads_the_same_through_the_warm_server(runtime: Path, tmp
     command = [*graymatter_command(tmp_path, "mcp", "serve")]
     command[command.index("--dir") : command.index("--dir") + 2] = ["--store", "nosuch://x"]
     cold = subprocess.run(command, input=b"", capture_output=True, env=_env(runtime, GRAYMATTER_MCP_WARM="0"))
-    _warm_pid(runtime, env)
+    warm_server_pid(runtime, env)
     warm = subprocess.run(command, input=b"", capture_output=True, env=env)
     assert cold.returncode != 0
     assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout, cold.stderr)
@@ -193,7 +165,7 @@ def test_killed_relay_takes_its_child_down(runtime: Path, tmp_path: Path) -> Non
 
 def test_stale_socket_of_a_killed_warm_server_is_survived_and_replaced(runtime: Path, tmp_path: Path) -> None:
     env = _env(runtime)
-    old = _warm_pid(runtime, env)
+    old = warm_server_pid(runtime, env)
     os.kill(old, signal.SIGKILL)
     _wait_for(lambda: not alive(old), "the warm server to die")
     (lock,) = [x for x in (runtime / "graymatter").glob("mcp-*.lock") if lock_pid(x) == old]
@@ -204,7 +176,7 @@ def test_stale_socket_of_a_killed_warm_server_is_survived_and_replaced(runtime: 
     process = _start(tmp_path / "b", env)
     assert "result" in _session(process)[0]  # served in-process
     assert _finish(process) == (0, b"")
-    new = _warm_pid(runtime, env)
+    new = warm_server_pid(runtime, env)
     assert new != old and alive(new)
 
 
@@ -219,10 +191,10 @@ def test_unsafe_socket_directory_disables_the_warm_path(runtime: Path, tmp_path:
 
 
 def test_request_with_another_key_gets_no_handshake(runtime: Path, tmp_path: Path) -> None:
-    warm_pid = _warm_pid(runtime, _env(runtime))
+    warm_pid = warm_server_pid(runtime, _env(runtime))
     header = {"key": "0" * 16, "argv": ["mcp", "serve"], "cwd": "/", "umask": 0o22, "env": {}}
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
-        sock.connect(str(_socket(runtime)))
+        sock.connect(str(warm_socket(runtime)))
         with open(os.devnull, "rb") as null:
             socket.send_fds(sock, [json.dumps(header).encode()], [null.fileno()] * 3)
         sock.settimeout(30)
@@ -232,8 +204,8 @@ def test_request_with_another_key_gets_no_handshake(runtime: Path, tmp_path: Pat
 
 def test_idle_warm_server_exits_and_removes_its_socket(runtime: Path, tmp_path: Path) -> None:
     env = _env(runtime, GRAYMATTER_MCP_WARM_IDLE="1")
-    pid = _warm_pid(runtime, env)
-    sock = _socket(runtime)
+    pid = warm_server_pid(runtime, env)
+    sock = warm_socket(runtime)
     _wait_for(lambda: not alive(pid), "the idle warm server to exit")
     assert not sock.exists()
 

@@ -15,39 +15,22 @@ from __future__ import annotations
 import os
 import sys
 
+from graymatter.faces.cli.warm_commands import command_words, is_the_command, warm_enabled
+
 HOOK_CLIENTS = ("claude-code", "codex", "gemini", "qwen")
 """The clients ``graymatter hook`` knows (the keys of ``faces.hooks.clients.CLIENTS``; a test checks)."""
 HOOK_EVENTS = ("session-start", "user-prompt", "pre-compact", "session-end")
 """The hook events (``faces.hooks.clients.EVENTS``; a test checks)."""
 PAYLOAD_LIMIT = 1024 * 1024
 """``faces.hooks.payload.MAX_PAYLOAD_BYTES`` (a test checks), here so that relaying imports no dataclass."""
-_VALUE_FLAGS = ("--dir", "--store")  # grammar.VALUE_FLAGS and SWITCH_FLAGS (a test checks)
-_SWITCH_FLAGS = ("--json", "--quiet", "--no-daemon")
 _READ_CHUNK = 64 * 1024
-_COMMAND_NAMES = frozenset({"graymatter", "__main__.py"})
 
 
 def hook_words(argv: list[str]) -> tuple[str, str, bool, str | None] | None:
     """``(client, event, no_create, --dir)`` when ``argv`` is a hook command line, else None: the global
     flags lifted as ``grammar.lift_global_flags`` lifts them (a hypothesis test holds the two together),
     without importing the grammar (and with it ``dataclasses`` and ``difflib``) before relaying."""
-    rest: list[str] = []
-    values: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        if token == "--":
-            rest.extend(argv[i:])
-            break
-        name, has_inline, inline = token.partition("=")
-        if name in _VALUE_FLAGS and has_inline:
-            values[name] = inline
-        elif token in _VALUE_FLAGS and i + 1 < len(argv):
-            values[token] = argv[i + 1]
-            i += 1
-        elif token not in _SWITCH_FLAGS:
-            rest.append(token)
-        i += 1
+    rest, values = command_words(argv)
     no_create = "--no-create" in rest
     words = [word for word in rest if word != "--no-create"]
     if len(words) != 3 or words[0] != "hook" or words[1] not in HOOK_CLIENTS or words[2] not in HOOK_EVENTS:
@@ -64,7 +47,7 @@ def run_hook_fast(argv: list[str], *, in_warm_child: bool = False) -> int | None
     if words is None:
         return None
     payload: bytes | None = None
-    if not in_warm_child and _is_the_command(argv):
+    if not in_warm_child and is_the_command(argv):
         payload = _read_stdin()
         if payload is not None:
             code = _relay(argv, words, payload)
@@ -85,12 +68,6 @@ def run_hook_fast(argv: list[str], *, in_warm_child: bool = False) -> int | None
     args = argparse.Namespace(client=client, event=event, no_create=no_create, warm=in_warm_child)
     flags.apply(args)
     return cmd_hook(args, payload)
-
-
-def _is_the_command(argv: list[str]) -> bool:
-    """Whether this process is the ``graymatter`` command running ``argv`` (its stdio is the client's)."""
-    program = os.path.basename(sys.argv[0]) if sys.argv else ""
-    return program in _COMMAND_NAMES and list(sys.argv[1:]) == list(argv)
 
 
 def _read_stdin() -> bytes | None:
@@ -115,7 +92,7 @@ def _read_stdin() -> bytes | None:
 def _relay(argv: list[str], words: tuple[str, str, bool, str | None], payload: bytes) -> int | None:
     """Serve the hook through the warm server on in-memory stdio; its exit code (always 0 once a child
     took the hook), or None when no warm server took it (one was launched for the next hook)."""
-    if not hasattr(os, "memfd_create") or not _warm_enabled():
+    if not hasattr(os, "memfd_create") or not warm_enabled():
         return None
     files: list[int] = []
     saved: list[int] = []
@@ -137,12 +114,6 @@ def _relay(argv: list[str], words: tuple[str, str, bool, str | None], payload: b
         return None if code is None else 0
     finally:
         _close(files + saved)
-
-
-def _warm_enabled() -> bool:
-    """``GRAYMATTER_MCP_WARM`` as ``warm_paths.warm_enabled`` reads it, without importing the relay (the
-    switched-off path must not pay for it)."""
-    return os.environ.get("GRAYMATTER_MCP_WARM", "1").strip().lower() not in {"0", "false", "no", "off"}
 
 
 def _serve_warm_on(files: list[int], saved: list[int], argv: list[str]) -> int | None:

@@ -45,6 +45,11 @@ def main(argv: Sequence[str] | None = None, *, in_warm_child: bool = False) -> i
             hooked = run_hook_fast(argv, in_warm_child=in_warm_child)
             if hooked is not None:
                 return hooked
+        from graymatter.faces.cli.warm_commands import run_warm
+
+        relayed = run_warm(argv, in_warm_child=in_warm_child)
+        if relayed is not None:
+            return relayed
         from graymatter.faces.cli.parser import parse_arguments
 
         args = parse_arguments(argv)

@@ -105,8 +105,8 @@ def _invoked_from_command_line() -> bool:
 
 
 def _serve_in_child(argv: list[str]) -> int:
-    """How a child of the warm server runs: the ordinary command line (``mcp serve`` or a relayed
-    ``hook``), in-process."""
+    """How a child of the warm server runs: the ordinary command line (``mcp serve``, a relayed ``hook`` or
+    a relayed short command of ``warm_commands``), in-process."""
     global _IN_WARM_CHILD
     _IN_WARM_CHILD = True
     from graymatter.faces.cli.main import main
@@ -127,8 +127,10 @@ def _preload() -> None:
     from mcp import Client
 
     from graymatter.faces.cli.options import open_memory
-    from graymatter.faces.cli.parser import parse_arguments
+    from graymatter.faces.cli.parser import build_parser, parse_arguments
     from graymatter.faces.mcp_server.server import build_server
+
+    build_parser()  # imports every command's module: relayed command lines (warm_commands) find them loaded
 
     async def handshake(server: Any) -> None:
         async with Client(server, mode="legacy") as client:
