@@ -20,10 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from graymatter.faces.cli import grammar, warm_commands
+from graymatter.faces.cli import warm_commands
 from support.env import hermetic_env
 from support.warm import alive, connects, lock_pid, private_runtime, warm_server_pid, warm_socket
 
@@ -202,16 +200,6 @@ def test_switched_off_or_other_commands_launch_no_warm_server(
     _run(env, "--dir", str(tmp_path / "gm"), *args)
     time.sleep(1.0)  # a launched server would have created its directory by now
     assert not (runtime / "graymatter").exists() or not any((runtime / "graymatter").iterdir())
-
-
-TOKENS = ["recall", "list", "--dir", "--dir=/s", "--store", "--store=x", "--json", "--quiet", "--no-daemon",
-          "--", "bot", "", "--top-k"]  # fmt: skip
-
-
-@given(st.lists(st.sampled_from(TOKENS) | st.text(max_size=6), max_size=9))
-def test_the_relay_reads_a_command_line_as_the_grammar_does(argv: list[str]) -> None:
-    flags, rest = grammar.lift_global_flags(argv)
-    assert warm_commands.command_words(argv) == (rest, flags.values)
 
 
 def test_the_warm_commands_are_commands_of_the_parser() -> None:

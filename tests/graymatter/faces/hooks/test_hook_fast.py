@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from graymatter.faces.cli import grammar, hook_fast, warm_commands
+from graymatter.faces.cli import grammar, hook_fast
 from graymatter.faces.hooks.clients import CLIENTS, EVENTS
 from graymatter.faces.hooks.payload import MAX_PAYLOAD_BYTES
 
@@ -53,7 +53,3 @@ def test_the_copied_constants_match_their_sources() -> None:
     assert tuple(CLIENTS) == hook_fast.HOOK_CLIENTS
     assert hook_fast.HOOK_EVENTS == EVENTS
     assert hook_fast.PAYLOAD_LIMIT == MAX_PAYLOAD_BYTES
-    assert (warm_commands.VALUE_FLAGS, warm_commands.SWITCH_FLAGS) == (
-        grammar.VALUE_FLAGS,
-        grammar.SWITCH_FLAGS,
-    )

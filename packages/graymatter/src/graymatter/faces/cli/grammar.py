@@ -12,10 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-VALUE_FLAGS = ("--dir", "--store")
-"""Global options that take a value (``--dir D`` or ``--dir=D``)."""
-SWITCH_FLAGS = ("--json", "--quiet", "--no-daemon")
-"""Global options without a value."""
+from graymatter.faces.cli.global_flags import SWITCH_FLAGS, VALUE_FLAGS, split_global_flags
 
 _INVALID_CHOICE = re.compile(
     r"argument (?P<argument>[^:]+): invalid choice: '(?P<given>[^']*)' \(choose from (?P<choices>.*)\)"
@@ -47,26 +44,8 @@ def lift_global_flags(argv: list[str]) -> tuple[GlobalFlags, list[str]]:
 
     A value flag at the very end without its value is left in place, so argparse reports it.
     """
-    found = GlobalFlags()
-    rest: list[str] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        if token == "--":
-            rest.extend(argv[i:])
-            break
-        name, has_inline, inline = token.partition("=")
-        if name in VALUE_FLAGS and has_inline:
-            found.values[name] = inline
-        elif token in VALUE_FLAGS and i + 1 < len(argv):
-            found.values[token] = argv[i + 1]
-            i += 1
-        elif token in SWITCH_FLAGS:
-            found.switches.add(token)
-        else:
-            rest.append(token)
-        i += 1
-    return found, rest
+    rest, values, switches = split_global_flags(argv)
+    return GlobalFlags(values, switches), rest
 
 
 def suggest_choice(message: str) -> str:

@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
-from graymatter.faces.cli.warm_commands import command_words, is_the_command, warm_enabled
+from graymatter.faces.cli.global_flags import split_global_flags
+from graymatter.faces.cli.warm_commands import is_the_command, warm_enabled
 
 HOOK_CLIENTS = ("claude-code", "codex", "gemini", "qwen")
 """The clients ``graymatter hook`` knows (the keys of ``faces.hooks.clients.CLIENTS``; a test checks)."""
@@ -30,7 +31,7 @@ def hook_words(argv: list[str]) -> tuple[str, str, bool, str | None] | None:
     """``(client, event, no_create, --dir)`` when ``argv`` is a hook command line, else None: the global
     flags lifted as ``grammar.lift_global_flags`` lifts them (a hypothesis test holds the two together),
     without importing the grammar (and with it ``dataclasses`` and ``difflib``) before relaying."""
-    rest, values = command_words(argv)
+    rest, values, _switches = split_global_flags(argv)
     no_create = "--no-create" in rest
     words = [word for word in rest if word != "--no-create"]
     if len(words) != 3 or words[0] != "hook" or words[1] not in HOOK_CLIENTS or words[2] not in HOOK_EVENTS:

@@ -17,38 +17,15 @@ from __future__ import annotations
 import os
 import sys
 
+from graymatter.faces.cli.global_flags import split_global_flags
+
 WARM_COMMANDS = frozenset(
     {"remember", "recall", "revise", "forget", "pin", "unpin", "alias", "link", "list", "checkpoint"}
     | {"stats", "agents"}
 )
 """Commands a warm child may run: short, bounded by one store operation, and never a server, an editor of
 other programs' files or a long transfer (those keep their own process: a Ctrl-C reaches it directly)."""
-VALUE_FLAGS = ("--dir", "--store")  # grammar.VALUE_FLAGS and SWITCH_FLAGS (a test checks)
-SWITCH_FLAGS = ("--json", "--quiet", "--no-daemon")
 _COMMAND_NAMES = frozenset({"graymatter", "__main__.py"})
-
-
-def command_words(argv: list[str]) -> tuple[list[str], dict[str, str]]:
-    """``argv`` without its global flags, and the value flags found: ``grammar.lift_global_flags``'s
-    reading (a hypothesis test holds the two together) without importing the grammar."""
-    rest: list[str] = []
-    values: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        if token == "--":
-            rest.extend(argv[i:])
-            break
-        name, has_inline, inline = token.partition("=")
-        if name in VALUE_FLAGS and has_inline:
-            values[name] = inline
-        elif token in VALUE_FLAGS and i + 1 < len(argv):
-            values[token] = argv[i + 1]
-            i += 1
-        elif token not in SWITCH_FLAGS:
-            rest.append(token)
-        i += 1
-    return rest, values
 
 
 def is_the_command(argv: list[str]) -> bool:
@@ -68,7 +45,7 @@ def run_warm(argv: list[str], *, in_warm_child: bool = False) -> int | None:
     warm server took it)."""
     if in_warm_child or not warm_enabled():
         return None
-    words, _values = command_words(argv)
+    words, _values, _switches = split_global_flags(argv)
     if not words or words[0] not in WARM_COMMANDS or not is_the_command(argv):
         return None
     try:
