@@ -19,7 +19,7 @@ class WarmServer:
         self.launches = 0
         self._launched: list[subprocess.Popen[bytes]] = []  # kept, so no sample's wait reaps one
 
-    def _socket(self) -> Path:
+    def socket_path(self) -> Path:
         from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
 
         path = socket_path(self.runtime / "graymatter", code_fingerprint(package_dir()))
@@ -28,29 +28,23 @@ class WarmServer:
 
     def pid(self) -> int | None:
         """The pid of the warm server listening for the code as it is now, else None."""
-        sock = self._socket()
+        sock = self.socket_path()
         lock = sock.with_suffix(".lock")
         text = lock.read_text().strip() if lock.exists() else ""
-        if not text.isdigit() or not alive(int(text)):
+        if not text.isdigit() or not alive(int(text)) or not connects(sock):
             return None
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        try:
-            probe.connect(str(sock))
-        except OSError:
-            return None
-        finally:
-            probe.close()
         return int(text)
 
     def ensure(self) -> None:
-        """Return once a warm server listens for the current code (launched here if none does)."""
+        """Return once a warm server listens for the current code (launched here if none does); the key
+        follows every source file, so while files change one may retire and another one start."""
         from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
 
         deadline, launched = time.monotonic() + 120, ""
         while self.pid() is None:
             if time.monotonic() > deadline:
                 raise RuntimeError("no warm server came up")
-            key = self._socket().name
+            key = self.socket_path().name
             if launched != key:
                 subprocess.Popen(
                     [sys.executable, "-c", WARM_SERVER_CODE], env=self.env, start_new_session=True
@@ -82,3 +76,15 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def connects(path: Path) -> bool:
+    """Whether something accepts connections on the warm server's socket at ``path``."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from benchmarks.warm_server import alive, connects
 
 
 def private_runtime(prefix: str) -> Iterator[Path]:
@@ -29,58 +30,26 @@ def lock_pid(lock: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def alive(pid: int) -> bool:
-    """Whether ``pid`` runs (a zombie does not count)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def connects(path: Path) -> bool:
-    """Whether something accepts connections on the warm server's socket at ``path``."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
-
-
 def warm_socket(runtime: Path) -> Path:
     """The warm server's socket for the code as it is now, under the runtime directory ``runtime``."""
-    from graymatter.faces.mcp_server.warm_paths import code_fingerprint, package_dir, socket_path
+    from benchmarks.warm_server import WarmServer
 
-    path = socket_path(runtime / "graymatter", code_fingerprint(package_dir()))
-    assert path is not None
-    return path
+    return WarmServer(runtime, {}).socket_path()
 
 
-def warm_server_pid(runtime: Path, env: dict[str, str], limit_s: float = 120.0) -> int:
+def warm_server_pid(runtime: Path, env: dict[str, str]) -> int:
     """A warm server listening for the code as it is now; its pid (launched here if none is up).
 
     The key follows every source file, so while files change (a shared working tree) a warm server may
-    retire and another one start: wait for one that listens under the key of the code as it is now.
+    retire and another one start: this waits for one that listens under the key of the code as it is now.
     """
-    import subprocess
-    import sys
-    import time
+    from benchmarks.warm_server import WarmServer
 
-    from graymatter.faces.mcp_server.warm_relay import WARM_SERVER_CODE
+    server = WarmServer(runtime, env)
+    server.ensure()
+    pid = server.pid()
+    assert pid is not None
+    return pid
 
-    deadline = time.monotonic() + limit_s
-    launched: set[str] = set()
-    while time.monotonic() < deadline:
-        sock = warm_socket(runtime)
-        lock = sock.with_suffix(".lock")
-        pid = lock_pid(lock) if lock.exists() else None
-        if pid is not None and alive(pid) and connects(sock):
-            return pid
-        if sock.name not in launched and (pid is None or not alive(pid)):
-            subprocess.Popen([sys.executable, "-c", WARM_SERVER_CODE], env=env, start_new_session=True)
-            launched.add(sock.name)
-        time.sleep(0.05)
-    raise AssertionError("no warm server came up")
+
+__all__ = ["alive", "connects", "lock_pid", "private_runtime", "warm_server_pid", "warm_socket"]
