@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -219,4 +220,21 @@ def test_fingerprint_follows_source_changes(tmp_path: Path) -> None:
     module.write_text("x = 22\n")
     assert code_fingerprint(tmp_path / "pkg") != before
     (tmp_path / "pkg" / "notes.txt").write_text("ignored")
+    assert code_fingerprint(tmp_path / "pkg") == code_fingerprint(tmp_path / "pkg")
+
+
+def test_fingerprint_follows_the_text_encoding_the_interpreter_started_with(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    probe = (
+        "import sys; from pathlib import Path; from graymatter.faces.mcp_server.warm_paths import "
+        f"code_fingerprint; print(code_fingerprint(Path({str(tmp_path / 'pkg')!r})))"
+    )
+    keys = {
+        encoding: subprocess.run(
+            [sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+            env=server_env(**({"PYTHONIOENCODING": encoding} if encoding else {})),
+        ).stdout.strip()
+        for encoding in ("", "latin-1", "utf-8:replace")
+    }  # fmt: skip
+    assert len(set(keys.values())) == 3  # the encoding and its error handler each make a key of their own
     assert code_fingerprint(tmp_path / "pkg") == code_fingerprint(tmp_path / "pkg")

@@ -3,8 +3,9 @@
 Standard library only (this is on the start-up path of ``graymatter mcp serve``). The socket lives in
 ``$XDG_RUNTIME_DIR/graymatter`` or else ``${TMPDIR:-/tmp}/graymatter-<uid>``, a 0700 directory that must be
 owned by the current user and not be a symlink; anything else disables the warm path. The socket name
-carries a key derived from the interpreter, the graymatter version and the size and modification time of
-every graymatter source file, so a client never reaches a warm server running other code.
+carries a key derived from the interpreter, its text encodings, the graymatter version and the size and
+modification time of every graymatter source file, so a client never reaches a warm server running other
+code or writing another encoding.
 """
 
 from __future__ import annotations
@@ -68,10 +69,16 @@ def socket_dir() -> Path | None:
 
 
 def code_fingerprint(package_dir: Path) -> str:
-    """A digest of the interpreter, version and every source file's path, size and mtime under graymatter."""
+    """A digest of the interpreter, version and every source file's path, size and mtime under graymatter,
+    and of the text encodings this interpreter started with (a child writes through the warm server's
+    streams, so a caller with another ``PYTHONIOENCODING`` or locale gets a warm server of its own)."""
     from graymatter import __version__
 
-    digest = hashlib.sha256(json.dumps([sys.executable, sys.version, __version__]).encode())
+    streams = [
+        (getattr(s, "encoding", None), getattr(s, "errors", None)) for s in (sys.__stdout__, sys.__stderr__)
+    ]
+    started = [sys.executable, sys.version, __version__, sys.flags.utf8_mode, sys.getfilesystemencoding()]
+    digest = hashlib.sha256(json.dumps([*started, streams]).encode())
     for root, dirs, files in os.walk(package_dir):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
