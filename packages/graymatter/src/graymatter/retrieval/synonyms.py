@@ -101,19 +101,22 @@ def synonyms_of(
     if not words:
         return {}
     own = _TOKENIZER.stems(list(words))
+    candidates = [
+        (word, neighbour)
+        for word, group in zip(words, own, strict=True)
+        if len(group) == 1
+        for neighbour, similarity in table.neighbours(group[0])[:per_word]
+        if similarity >= min_similarity
+    ]
+    if not candidates:
+        return {}
     searched = {stem for group in own for stem in group}
     out: dict[str, str] = {}
-    for word, group in zip(words, own, strict=True):
-        if len(group) != 1:
-            continue
-        taken = 0
-        for neighbour, similarity in table.neighbours(group[0]):
-            if similarity < min_similarity or taken >= per_word:
-                break
-            if neighbour in out or set(_TOKENIZER.stems([neighbour])[0]) & searched:
-                continue
+    for (word, neighbour), group in zip(
+        candidates, _TOKENIZER.stems([n for _, n in candidates]), strict=True
+    ):
+        if neighbour not in out and searched.isdisjoint(group):
             out[neighbour] = word
-            taken += 1
     return out
 
 
