@@ -214,6 +214,10 @@ def _systems(task: str) -> list[tuple[str, Build]]:
                 _graymatter(task, embedder=_onnx, rerank_depth=0),
             ),
             (
+                "  embed ablation: no vector neighbours joining the re-read head (session 6)",
+                _graymatter(task, embedder=_onnx, rerank_neighbours=0),
+            ),
+            (
                 "  embed ablation: no subject re-scoring",
                 _graymatter(task, embedder=_onnx, subject_weight=0.0),
             ),

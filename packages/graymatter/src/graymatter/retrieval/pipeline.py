@@ -26,6 +26,7 @@ from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
 from graymatter.models import SignalWeights, default_weights
+from graymatter.retrieval import rerank
 from graymatter.retrieval import synonyms as synonym
 from graymatter.retrieval.dates import DATE_WEIGHT
 from graymatter.retrieval.fusion import SEMANTIC_WEIGHT, Fused, evidence_order, order, select
@@ -42,7 +43,6 @@ from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases
 from graymatter.retrieval.recall_reads import RecallReads, fact_loader
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
 from graymatter.retrieval.relevance import relevance
-from graymatter.retrieval.rerank import RERANK_DEPTH, RERANK_WEIGHT, rerank_head, reranker_of
 from graymatter.retrieval.rescore import (
     COVERAGE_WEIGHT,
     TEMPORAL_WEIGHT,
@@ -97,8 +97,9 @@ class RecallRequest:
     semantic_weight: float = SEMANTIC_WEIGHT
     date_weight: float = DATE_WEIGHT
     subject_weight: float = SUBJECT_WEIGHT
-    rerank_depth: int = RERANK_DEPTH
-    rerank_weight: float = RERANK_WEIGHT
+    rerank_depth: int = rerank.RERANK_DEPTH
+    rerank_weight: float = rerank.RERANK_WEIGHT
+    rerank_neighbours: int = rerank.RERANK_NEIGHBOURS
     synonym_weight: float = synonym.SYNONYM_WEIGHT
     synonym_min_similarity: float = synonym.SYNONYM_MIN_SIMILARITY
 
@@ -204,10 +205,8 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     )
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
-    reranker = reranker_of(embedder) if relevance_required else None
-    ordered, reranked = rerank_head(
-        store, request.query, reranker, ordered, request.rerank_depth, request.rerank_weight
-    )
+    reranker = rerank.reranker_of(embedder) if relevance_required else None
+    ordered, reranked = rerank.rerank_head(store, request, reranker, ordered, vector_ids)
     load = fact_loader(store, allowed)
     # Loaded ``top_k`` at a time: a recall whose best ``top_k`` are distinct live facts decodes just those.
     results = select(
