@@ -197,6 +197,7 @@ def _systems(task: str) -> list[tuple[str, Build]]:
             _graymatter(task, dated=False),
         ),
         ("  ablation: no subject re-scoring", _graymatter(task, subject_weight=0.0)),
+        ("  ablation: no synonym bridge", _graymatter(task, synonym_weight=0.0)),
         ("  ablation: no date re-scoring", _graymatter(task, date_weight=0.0)),
         ("  ablation: no coverage re-scoring", _graymatter(task, coverage_weight=0.0)),
         ("  ablation: no temporal intent", _graymatter(task, temporal_weight=0.0)),
@@ -211,6 +212,10 @@ def _systems(task: str) -> list[tuple[str, Build]]:
             (
                 "  embed ablation: no cross-encoder re-ranking (session 5)",
                 _graymatter(task, embedder=_onnx, rerank_depth=0),
+            ),
+            (
+                "  embed ablation: no vector neighbours joining the re-read head (session 6)",
+                _graymatter(task, embedder=_onnx, rerank_neighbours=0),
             ),
             (
                 "  embed ablation: no subject re-scoring",

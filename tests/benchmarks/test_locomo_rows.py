@@ -22,6 +22,7 @@ def test_every_retrieval_change_has_its_ablation_row() -> None:
         assert "  ablation: no temporal intent" in labels
         assert "  ablation: no date re-scoring" in labels
         assert "  ablation: no subject re-scoring" in labels
+        assert "  ablation: no synonym bridge" in labels
         assert "  ablation: facts written all at once (undated, the session-3 setup)" in labels
         assert (locomo.EMBED_LABEL in labels) is locomo.embed_installed()
     turns = [label for label, _ in locomo._systems("turns")]

@@ -21,11 +21,13 @@ from graymatter.retrieval.pipeline import RecallRequest, run_recall
 from graymatter.retrieval.rerank import (
     RERANK_DEPTH,
     RERANK_K,
+    RERANK_NEIGHBOURS,
     RERANK_WEIGHT,
     Reranker,
     rerank_order,
     reranker_of,
     text_scores,
+    with_neighbours,
 )
 
 
@@ -98,8 +100,9 @@ def test_an_unscored_item_keeps_only_its_fused_vote() -> None:
 
 
 def test_the_shipped_constants() -> None:
-    assert (RERANK_DEPTH, RERANK_WEIGHT, RERANK_K) == (20, 0.5, 10)
-    assert RecallRequest(agent_ids=("a",), query="").rerank_depth == RERANK_DEPTH
+    assert (RERANK_DEPTH, RERANK_WEIGHT, RERANK_K, RERANK_NEIGHBOURS) == (20, 0.5, 10, 5)
+    request = RecallRequest(agent_ids=("a",), query="")
+    assert (request.rerank_depth, request.rerank_neighbours) == (RERANK_DEPTH, RERANK_NEIGHBOURS)
 
 
 heads = st.lists(st.sampled_from("abcdefghijklmnopqrstuvwxyz"), min_size=0, max_size=26, unique=True)
@@ -217,5 +220,40 @@ def test_a_failing_reranker_leaves_the_fused_order_and_says_so(
         ]
         assert failed.reranked == {}
         assert "cross-encoder re-ranking failed (RuntimeError)" in caplog.text
+    finally:
+        memory.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=heads, neighbours=heads, depth=st.integers(0, 30))
+def test_neighbours_below_the_head_join_it_nearest_first(
+    ids: list[str], neighbours: list[str], depth: int
+) -> None:
+    ordered = _rows(ids)
+    out, new_depth = with_neighbours(ordered, depth, neighbours)
+    assert sorted(_ids(out)) == sorted(ids)  # a permutation: nothing added, nothing dropped
+    assert out[:depth] == ordered[:depth]
+    moved = [fid for fid in neighbours if fid in ids[depth:]]
+    assert _ids(out[depth:new_depth]) == "".join(moved)
+    assert _ids(out[new_depth:]) == "".join(fid for fid in ids[depth:] if fid not in moved)
+    assert with_neighbours(ordered, depth, []) == (ordered, depth)
+
+
+def test_the_nearest_vector_neighbours_below_the_head_are_read_too(tmp_path: Path) -> None:
+    memory, embedder = _store(tmp_path, MarkedReranker("jams"))
+    try:
+        request = replace(REQUEST, rerank_depth=2, rerank_neighbours=3)
+        plain = run_recall(memory.store, replace(request, rerank_depth=0), embedder).results
+        fused = [item.candidate.fact.id for item in plain]
+        by_vector = sorted(
+            (c for c in (i.candidate for i in plain) if c.vector_rank), key=lambda c: c.vector_rank
+        )
+        nearest = [c.fact.id for c in by_vector[:3]]
+        assert set(nearest) - set(fused[:2])  # some neighbour sits below the head
+        out = run_recall(memory.store, request, embedder)
+        assert out.reranked == {fid: fused.index(fid) + 1 for fid in {*fused[:2], *nearest}}
+        assert sorted(item.candidate.fact.id for item in out.results) == sorted(fused)
+        alone = run_recall(memory.store, replace(request, rerank_neighbours=0), embedder)
+        assert alone.reranked == {fid: place for place, fid in enumerate(fused[:2], 1)}
     finally:
         memory.close()

@@ -189,11 +189,14 @@ class RecallExplanation(RecallHit):
     weights: SignalWeights
     ranking: RankingPolicy
     age_days: float
-    keyword_source: Literal["match", "phrase", "context"] | None = None
+    keyword_source: Literal["match", "phrase", "synonym", "context"] | None = None
     """Where the keyword rank came from: the fact matched the query terms, matched only the phrase bonus,
-    or borrowed score from an adjacent matching fact (conversation context). ``None`` = no keyword rank."""
+    matched only a near-synonym of a query word (the shipped synonym table), or borrowed score from an
+    adjacent matching fact (conversation context). ``None`` = no keyword rank."""
     keyword_context_from: str | None = None
     """The id of the fact that lent the keyword score, when ``keyword_source`` is ``"context"``."""
+    keyword_synonym: str | None = None
+    """Which synonym matched ("grandmother for grandma"), when ``keyword_source`` is ``"synonym"``."""
     fused_position: int | None = Field(default=None, ge=1)
     """The fact's place (1-based) in the fused order before the cross-encoder re-read the head; ``None``
     when it was not re-read (no cross-encoder, or outside the head)."""

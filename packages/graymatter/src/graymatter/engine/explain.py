@@ -90,6 +90,7 @@ def _receipt(
         age_days=round(max(0.0, (now - fact.created_at).total_seconds()) / 86_400, 6),
         keyword_source=source,
         keyword_context_from=lender,
+        keyword_synonym=outcome.synonyms.get(fact.id) if source == "synonym" else None,
         fused_position=outcome.reranked.get(fact.id),
         supersedes=supersedes,
         links=related,

@@ -56,8 +56,9 @@ def phrase_terms(query: str, selected_terms: Sequence[str]) -> list[str]:
 class KeywordEvidence:
     """What the keyword signal found before conversation context is applied.
 
-    ``own``: score of facts that matched themselves (BM25 plus phrase bonus); ``sources``: how each of
-    them matched (``"match"`` for the kept terms, ``"phrase"`` when only the phrase search found it);
+    ``own``: score of facts that matched themselves (BM25 plus phrase bonus and synonym matches);
+    ``sources``: how each of them matched (``"match"`` for the kept terms, ``"phrase"`` when only the phrase
+    search found it, ``"synonym"`` when only the synonym search did);
     ``loans``: for a neighbour of a top hit, every (loan, lender id) it was offered, best first.
     """
 
@@ -84,20 +85,27 @@ def keyword_evidence(
     context_weight: float = CONTEXT_WEIGHT,
     context_window: int = CONTEXT_WINDOW,
     context_sources: int = CONTEXT_SOURCES,
+    synonyms: Sequence[str] = (),
+    synonym_weight: float = 0.0,
 ) -> KeywordEvidence:
-    """Run the keyword searches (terms, phrases) and collect the context loans of the best hits."""
+    """Run the keyword searches (terms, phrases, the query words' ``synonyms`` at ``synonym_weight``:
+    see :mod:`.synonyms`) and collect the context loans of the best hits."""
     evidence = KeywordEvidence()
-    if not terms:
+    synonyms = synonyms if synonym_weight > 0 else ()
+    if not terms and not synonyms:
         return evidence
-    own = evidence.own = dict(_scores(store, agent_ids, terms, limit, confidences))
+    own = evidence.own = dict(_scores(store, agent_ids, terms, limit, confidences)) if terms else {}
     sources = evidence.sources = dict.fromkeys(own, "match")
-    if not own:
-        return evidence
-    phrases = phrase_terms(query, terms) if phrase_weight > 0 else []
-    if phrases:
-        for fid, score in _scores(store, agent_ids, phrases, limit, confidences):
+    if own:
+        phrases = phrase_terms(query, terms) if phrase_weight > 0 else []
+        for fid, score in _scores(store, agent_ids, phrases, limit, confidences) if phrases else ():
             own[fid] = own.get(fid, 0.0) + phrase_weight * score
             sources.setdefault(fid, "phrase")
+    for fid, score in _scores(store, agent_ids, synonyms, limit, confidences) if synonyms else ():
+        own[fid] = own.get(fid, 0.0) + synonym_weight * score
+        sources.setdefault(fid, "synonym")
+    if not own:
+        return evidence
     if context_weight <= 0 or context_window <= 0 or context_sources <= 0:
         return evidence
     turns = getattr(store, "any_turn", None)
@@ -129,7 +137,11 @@ def _scores(
     return [(hit.fact_id, hit.score) for hit in store.keyword_search(agent_ids, terms, limit, confidences)]
 
 
-_OWN_ORIGIN: dict[str, tuple[str, str | None]] = {"match": ("match", None), "phrase": ("phrase", None)}
+_OWN_ORIGIN: dict[str, tuple[str, str | None]] = {
+    "match": ("match", None),
+    "phrase": ("phrase", None),
+    "synonym": ("synonym", None),
+}
 """The origin of a fact's own match, built once per source."""
 
 

@@ -26,6 +26,8 @@ from typing import Protocol, cast
 
 from graymatter.constants import CONFIDENCE_LEVELS, Confidence
 from graymatter.models import SignalWeights, default_weights
+from graymatter.retrieval import rerank
+from graymatter.retrieval import synonyms as synonym
 from graymatter.retrieval.dates import DATE_WEIGHT
 from graymatter.retrieval.fusion import SEMANTIC_WEIGHT, Fused, evidence_order, order, select
 from graymatter.retrieval.keyword import (
@@ -41,7 +43,6 @@ from graymatter.retrieval.query import DEFAULT_MAX_POSTINGS, expand_with_aliases
 from graymatter.retrieval.recall_reads import RecallReads, fact_loader
 from graymatter.retrieval.recency import DEFAULT_RESOLUTION_S, recency_ranks
 from graymatter.retrieval.relevance import relevance
-from graymatter.retrieval.rerank import RERANK_DEPTH, RERANK_WEIGHT, rerank_head, reranker_of
 from graymatter.retrieval.rescore import (
     COVERAGE_WEIGHT,
     TEMPORAL_WEIGHT,
@@ -96,8 +97,11 @@ class RecallRequest:
     semantic_weight: float = SEMANTIC_WEIGHT
     date_weight: float = DATE_WEIGHT
     subject_weight: float = SUBJECT_WEIGHT
-    rerank_depth: int = RERANK_DEPTH
-    rerank_weight: float = RERANK_WEIGHT
+    rerank_depth: int = rerank.RERANK_DEPTH
+    rerank_weight: float = rerank.RERANK_WEIGHT
+    rerank_neighbours: int = rerank.RERANK_NEIGHBOURS
+    synonym_weight: float = synonym.SYNONYM_WEIGHT
+    synonym_min_similarity: float = synonym.SYNONYM_MIN_SIMILARITY
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,8 @@ class RecallOutcome:
     reranked: dict[str, int] = field(default_factory=dict)
     """Per fact the cross-encoder re-read (:mod:`.rerank`): its place in the fused order (1-based) before
     the re-ordering; empty when no cross-encoder ran."""
+    synonyms: dict[str, str] = field(default_factory=dict)
+    """Per result found only through a synonym of a query word (:mod:`.synonyms`): "word for query word"."""
 
 
 def allowed_confidences(min_confidence: Confidence | None) -> list[str] | None:
@@ -174,7 +180,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
 
     vector_job = _start_vector(vector_store, request, embedder, agent_ids, pool, confidences)
     groups = alias_groups(store, agent_ids) if _informative(request.query) else []
-    terms, evidence = _keyword_signal(store, request, agent_ids, pool, confidences, groups)
+    terms, evidence, synonyms = _keyword_signal(store, request, agent_ids, pool, confidences, groups)
     similarity, vector_used = vector_job.result() if vector_job is not None else ({}, False)
     vector_ids = list(similarity)
     # Only a recall without required evidence (see below) ranks the newest facts: with evidence required
@@ -199,10 +205,8 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
     )
     ranks, keyword_rank = _signal_ranks(request, info, members, keyword_score, vector_ids, set(recent_ids))
     ordered = order(ranks, info, weights=weights, k=request.k, confidence_weight=request.confidence_weight)
-    reranker = reranker_of(embedder) if relevance_required else None
-    ordered, reranked = rerank_head(
-        store, request.query, reranker, ordered, request.rerank_depth, request.rerank_weight
-    )
+    reranker = rerank.reranker_of(embedder) if relevance_required else None
+    ordered, reranked = rerank.rerank_head(store, request, reranker, ordered, vector_ids)
     load = fact_loader(store, allowed)
     # Loaded ``top_k`` at a time: a recall whose best ``top_k`` are distinct live facts decodes just those.
     results = select(
@@ -222,6 +226,7 @@ def run_recall(store: Store, request: RecallRequest, embedder: QueryEmbedder | N
         _relevance(store, request, groups, results, similarity, sources),
         weights,
         reranked,
+        synonym.notes(results, sources, synonyms) if synonyms else {},
     )
 
 
@@ -289,13 +294,14 @@ def _keyword_signal(
     pool: int,
     confidences: list[str] | None,
     groups: Sequence[Sequence[str]],
-) -> tuple[list[str], KeywordEvidence]:
-    """The selected query terms and what the keyword searches found (nothing when keyword is off)."""
+) -> tuple[list[str], KeywordEvidence, dict[str, str]]:
+    """The selected query terms, what the keyword searches found (none with keyword off), the synonyms."""
     if not (request.query.strip() and request.weights.keyword > 0):
-        return [], KeywordEvidence()
+        return [], KeywordEvidence(), {}
     terms = keyword_terms(
         store, agent_ids, request.query, request.max_query_terms, request.max_query_postings, groups
     )
+    synonyms = synonym.searched(store, _informative(request.query), request)
     evidence = keyword_evidence(
         store,
         agent_ids,
@@ -307,9 +313,11 @@ def _keyword_signal(
         context_weight=request.context_weight,
         context_window=request.context_window,
         context_sources=request.context_sources,
+        synonyms=list(synonyms),
+        synonym_weight=request.synonym_weight,
     )
     weights = (request.coverage_weight, request.temporal_weight)
-    return terms, rescore(store, request.query, groups, evidence, *weights)
+    return terms, rescore(store, request.query, groups, evidence, *weights), synonyms
 
 
 def _signal_ranks(

@@ -2,7 +2,9 @@
 
 A bi-encoder embeds the query and each fact apart; a cross-encoder reads the two together and scores how
 well the fact answers the question. It is too slow to score a whole store (milliseconds per pair), so it
-only re-orders the head of the fused order: the best ``depth`` candidates (20). Its scores are logits of
+only re-orders the head of the fused order: the best ``depth`` candidates (20), joined by those of the
+``RERANK_NEIGHBOURS`` (5) nearest vector neighbours that fusion placed below them (a neighbour the keywords
+missed gets only a small vote, yet it is often the answer), in that order. Its scores are logits of
 no fixed scale, so they are not added to the fused scores: the head is re-ordered by reciprocal-rank fusion
 of two ranks, the candidate's place in the fused order and its place by cross-encoder score,
 
@@ -30,6 +32,9 @@ RERANK_WEIGHT = 0.5
 """The cross-encoder rank's share of the head's re-ordering vote (``RecallRequest.rerank_weight``)."""
 RERANK_K = 10
 """The reciprocal-rank constant of that vote: ranks within the head of 20 stay distinguishable."""
+RERANK_NEIGHBOURS = 5
+"""How many of the nearest vector neighbours the head takes in from below it (``RecallRequest.
+rerank_neighbours``): fusion ranks a neighbour the keywords missed low, the cross-encoder can read it."""
 
 
 @runtime_checkable
@@ -97,19 +102,52 @@ def text_scores(
     return {fid: by_text[texts[fid]] for fid in ids if fid in texts}
 
 
+def with_neighbours(
+    ordered: Sequence[Item], depth: int, neighbours: Sequence[str]
+) -> tuple[Sequence[Item], int]:
+    """``ordered`` with the ``neighbours`` (fact ids, nearest first) found below its first ``depth`` items
+    moved up to follow them, nearest first, and the head's new depth. Every moved item is already a
+    candidate with evidence of its own (a vector neighbour); the order below the head is kept."""
+    if not neighbours or len(ordered) <= depth:
+        return ordered, depth
+    wanted = {fid: rank for rank, fid in enumerate(neighbours)}
+    below = [item for item in ordered[depth:] if item.fact_id in wanted]
+    if not below:
+        return ordered, depth
+    below.sort(key=lambda item: wanted[item.fact_id])
+    moved = {id(item) for item in below}
+    rest = [item for item in ordered[depth:] if id(item) not in moved]
+    return [*ordered[:depth], *below, *rest], depth + len(below)
+
+
+class RerankSettings(Protocol):
+    """What re-ranking reads of a recall request (``pipeline.RecallRequest`` has all of it)."""
+
+    @property
+    def query(self) -> str: ...
+    @property
+    def rerank_depth(self) -> int: ...
+    @property
+    def rerank_weight(self) -> float: ...
+    @property
+    def rerank_neighbours(self) -> int: ...
+
+
 def rerank_head(
     store: Store,
-    query: str,
+    request: RerankSettings,
     reranker: Reranker | None,
     ordered: Sequence[Item],
-    depth: int = RERANK_DEPTH,
-    weight: float = RERANK_WEIGHT,
+    neighbours: Sequence[str] = (),
 ) -> tuple[Sequence[Item], dict[str, int]]:
     """``ordered`` with its head re-ordered by ``reranker`` (texts read in one statement), and each re-read
     fact's fused position (1-based); unchanged without a reranker, with depth or weight 0, or a head of one.
     A text repeated in the head is scored once, for its first (best) fact: recall returns only that one."""
+    query, depth, weight = request.query, request.rerank_depth, request.rerank_weight
     if reranker is None or depth <= 0 or weight <= 0 or len(ordered) < 2:
         return ordered, {}
+    fused = ordered
+    ordered, depth = with_neighbours(fused, depth, neighbours[: max(0, request.rerank_neighbours)])
     ids = [item.fact_id for item in ordered[:depth]]
     texts = fact_texts(store, ids)
     first: dict[str, str] = {}
@@ -120,6 +158,7 @@ def rerank_head(
         scores = text_scores(reranker, query, list(first.values()), texts)
     except Exception as exc:  # a failing model never fails a recall: the fused order stands, and says so
         log.warning("cross-encoder re-ranking failed (%s); the fused order is returned", type(exc).__name__)
-        return ordered, {}
+        return fused, {}
     head = rerank_order(ordered, scores, depth=depth, weight=weight)
-    return head, {fid: position for position, fid in enumerate(ids, 1)}
+    read = set(ids)
+    return head, {item.fact_id: place for place, item in enumerate(fused, 1) if item.fact_id in read}

@@ -193,6 +193,8 @@ def _evidence(hit: RecallExplanation) -> str:
         return "phrase match"
     if hit.keyword_source == "context":
         return "context of a matching turn"
+    if hit.keyword_source == "synonym":
+        return f"synonym match: {hit.keyword_synonym}"
     if hit.keyword_source == "match":
         return "keyword match"
     return "meaning match" if hit.ranks.vector_rank else "recency"

@@ -66,8 +66,12 @@ def _explain_line(hit: RecallExplanation) -> str:
             ("recency", r.recency_rank),
         )
     )
-    if hit.keyword_source in ("context", "phrase"):
-        note = "phrase" if hit.keyword_source == "phrase" else f"context of {hit.keyword_context_from}"
+    if hit.keyword_source in ("context", "phrase", "synonym"):
+        note = {
+            "phrase": "phrase",
+            "synonym": f"via synonym {hit.keyword_synonym}",
+            "context": f"context of {hit.keyword_context_from}",
+        }[hit.keyword_source]
         ranks = ranks.replace(f"keyword {r.keyword_rank}", f"keyword {r.keyword_rank} ({note})", 1)
     if hit.fused_position is not None:
         ranks += f", fused place {hit.fused_position} before re-reading"
