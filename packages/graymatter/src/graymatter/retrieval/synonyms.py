@@ -33,7 +33,7 @@ from graymatter.store.fts import FtsTokenizer
 TABLE = Path(__file__).with_name("data") / "synonyms.tsv"
 SYNONYM_WEIGHT = 0.5
 """A synonym match's share of the BM25 score the same match on the query's own word would get."""
-SYNONYM_MIN_SIMILARITY = 0.85
+SYNONYM_MIN_SIMILARITY = 0.9
 """The least cosine similarity (of the two words embedded alone) at which a table neighbour is used."""
 SYNONYM_MAX = 3
 """The most neighbours taken per query word (nearest first)."""
