@@ -15,9 +15,13 @@ which the client waits) for 50 keyword recalls of ``run_recall`` on a one-connec
 
 Ingest: ``remember_many`` in batches of 2,000 (consolidation on, synchronous), keyword only, with vectors
 into the live HNSW graph, and with vectors as a bulk load (graph built once at the end,
-``PostgresStore.deferred_vector_index``); the embedding time of ``HashingEmbedder`` is included.
+``PostgresStore.deferred_vector_index``); the embedding time of ``HashingEmbedder`` is included. Up to
+100k facts the bulk load runs ``BULK_LOADS`` times per backend, alternating (median and range: one
+load's rate moves with the host's other work). Beside each PostgreSQL rate: the CPU time per fact of
+this process and of the server's processes (``PgCluster.cpu_seconds``), and the seconds of the load the
+graph build took.
 Bytes per fact: the PostgreSQL relations of the store (tables, indexes, TOAST) and the SQLite files,
-divided by the number of facts.
+divided by the number of facts, right after the load.
 
 Sizes: ``--quick`` 2k; default 100k; 1M keyword-only with ``GRAYMATTER_BENCH_PG_1M=1`` (loading 1M facts
 into both backends takes about ten minutes on 2 cores; vectors at 1M also need
@@ -36,10 +40,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import random
+import shutil
+import statistics
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +55,10 @@ from benchmarks.harness import cache_dir, latency_summary, print_table
 
 AGENT = "bench-agent"
 BATCH = 2_000
+BULK_LOADS = 3
+"""Bulk loads with vectors per backend and size (the rate of one load moves with the host's other work)."""
+REPEATED_UP_TO = 100_000
+"""Larger bulk loads (1M with vectors, on request) run once."""
 WARMUP = 10
 TOKEN = "bench-token-0123456789abcdef"
 _REPO = Path(__file__).resolve().parents[1]
@@ -74,28 +85,79 @@ def _embedder() -> Any:
     return HashingEmbedder(dim=256)
 
 
-def _load(store: Any, texts: list[str], vectors: bool, bulk: bool = True) -> float:
-    """Write ``texts`` with ``remember_many``; return the seconds it took (the store is closed)."""
+def _load(
+    store: Any,
+    texts: list[str],
+    vectors: bool,
+    bulk: bool = True,
+    server_cpu: Callable[[], float] | None = None,
+) -> dict[str, float]:
+    """Write ``texts`` with ``remember_many`` (the store is closed afterwards); return the seconds it took,
+    the part of them the vector graph built at the end took (a bulk load), and the CPU seconds of this
+    process and of the database server (``server_cpu``: the server's running total, when there is one)."""
     from graymatter import Memory
 
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
+    served = server_cpu() if server_cpu is not None else 0.0
     memory = Memory(store=store, config=_config(), embedder=_embedder() if vectors else None)
+    graph = 0.0
     try:
         defer = getattr(store, "deferred_vector_index", None)
         if defer is not None and vectors and bulk:
             with defer():
                 for batch in iter_batches(texts, BATCH):
                     memory.remember_many(AGENT, batch)
+                graph = time.perf_counter()
+            graph = time.perf_counter() - graph
         else:
             for batch in iter_batches(texts, BATCH):
                 memory.remember_many(AGENT, batch)
-        elapsed = time.perf_counter() - began
+        spent = {
+            "s": time.perf_counter() - began,
+            "graph_s": graph,
+            "cpu_s": time.process_time() - cpu,
+            "server_cpu_s": server_cpu() - served if server_cpu is not None else 0.0,
+        }
         analyze = getattr(store, "analyze", None)
         if analyze is not None:
             analyze()
     finally:
         memory.close()
-    return elapsed
+    return spent
+
+
+def _repeat_bulk(
+    cluster: Any, size: int, texts: list[str], pg: dict[str, float], lite: dict[str, float]
+) -> tuple[list[dict[str, float]], list[dict[str, float]]]:
+    """The bulk load with vectors, ``BULK_LOADS`` times per backend, alternating: ``pg`` and ``lite`` are
+    the loads of the stores the recall figures use, the others go to scratch targets. A load's rate moves
+    with what else the host runs, so its row gives the median and the range."""
+    from graymatter.store.postgres import PostgresStore
+    from graymatter.store.sqlite import SQLiteStore
+
+    pgs, lites = [pg], [lite]
+    for n in range(1, BULK_LOADS):
+        dsn = cluster.create_database("bulk")
+        pgs.append(_load(PostgresStore(dsn, max_size=4), texts, vectors=True, server_cpu=cluster.cpu_seconds))
+        cluster.drop_database(dsn)
+        scratch = cache_dir() / f"pg-scale-bulk-{size}-{n}"
+        lites.append(_load(SQLiteStore(scratch), texts, vectors=True))
+        shutil.rmtree(scratch, ignore_errors=True)
+    return pgs, lites
+
+
+def _ingest_row(size: int, label: str, pgs: list[dict[str, float]], lites: list[dict[str, float]],
+                pg_bytes: int, lite_bytes: int) -> list[Any]:  # fmt: skip
+    """One ingest row: rates (median of the loads, and their range), bytes per fact, where the
+    PostgreSQL load's CPU went (this process, the server; medians) and the graph build's seconds."""
+    rates = sorted(round(size / load["s"]) for load in pgs)
+    spread = f"{rates[0]:,}-{rates[-1]:,} ({len(rates)} loads)" if len(rates) > 1 else "-"
+    graph = statistics.median(load["graph_s"] for load in pgs)
+    cpu = (f"{statistics.median(load['cpu_s'] for load in pgs) / size * 1e6:.0f} + "
+           f"{statistics.median(load['server_cpu_s'] for load in pgs) / size * 1e6:.0f}")  # fmt: skip
+    return [f"{size:,}", label, statistics.median(rates), spread,
+            round(statistics.median(size / load["s"] for load in lites)), pg_bytes, lite_bytes, cpu,
+            round(graph, 1) if graph else "-"]  # fmt: skip
 
 
 def _pg_bytes(dsn: str) -> int:
@@ -191,10 +253,12 @@ def _ingest_rows(cluster: Any, size: int, texts: list[str], vectors: bool) -> li
     for label, n, with_vectors in cases:
         dsn = cluster.create_database("ingest")
         lite_dir = cache_dir() / f"pg-scale-ingest-{label.replace(' ', '-').replace(',', '')}-{n}"
-        pg_s = _load(PostgresStore(dsn, max_size=4), texts[:n], vectors=with_vectors, bulk=False)
-        lite_s = _load(SQLiteStore(lite_dir), texts[:n], vectors=with_vectors, bulk=False)
-        rows.append([f"{n:,}", label, round(n / pg_s), round(n / lite_s), round(_pg_bytes(dsn) / n),
-                     round(_dir_bytes(lite_dir) / n)])  # fmt: skip
+        pg = _load(PostgresStore(dsn, max_size=4), texts[:n], vectors=with_vectors, bulk=False,
+                   server_cpu=cluster.cpu_seconds)  # fmt: skip
+        lite = _load(SQLiteStore(lite_dir), texts[:n], vectors=with_vectors, bulk=False)
+        rows.append(
+            _ingest_row(n, label, [pg], [lite], round(_pg_bytes(dsn) / n), round(_dir_bytes(lite_dir) / n))
+        )
         cluster.drop_database(dsn)
     return rows
 
@@ -212,11 +276,14 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
         vectors = with_vectors[size]
         dsn = cluster.create_database("bench")
         sqlite_dir = cache_dir() / f"pg-scale-sqlite-{size}"
-        load_pg = _load(PostgresStore(dsn, max_size=4), texts, vectors=vectors)
+        load_pg = _load(
+            PostgresStore(dsn, max_size=4), texts, vectors=vectors, server_cpu=cluster.cpu_seconds
+        )
         load_lite = _load(SQLiteStore(sqlite_dir), texts, vectors=vectors)
+        pg_bytes, lite_bytes = round(_pg_bytes(dsn) / size), round(_dir_bytes(sqlite_dir) / size)
         _settle(dsn)
         trips = _round_trips(dsn, questions)
-        seconds = {"postgres": round(load_pg, 1), "sqlite": round(load_lite, 1)}
+        seconds = {"postgres": round(load_pg["s"], 1), "sqlite": round(load_lite["s"], 1)}
         entry: dict[str, Any] = {"facts": size, "round_trips": trips, "load_s": seconds, "modes": {}}
         for mode in [False, True] if vectors else [False]:
             load = os.getloadavg()[0]
@@ -240,12 +307,16 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
                 "ratio_p50": ratio50,
                 "ratio_p99": ratio99,
             }
+        cluster.drop_database(dsn)
+        repeat = vectors and size <= REPEATED_UP_TO
+        pgs, lites = (
+            _repeat_bulk(cluster, size, texts, load_pg, load_lite) if repeat else ([load_pg], [load_lite])
+        )
+        entry["loads"] = {"postgres": pgs, "sqlite": lites}
         label = "vectors, bulk load" if vectors else "keyword only, bulk"
-        ingest.append([f"{size:,}", label, round(size / load_pg), round(size / load_lite),
-                       round(_pg_bytes(dsn) / size), round(_dir_bytes(sqlite_dir) / size)])  # fmt: skip
+        ingest.append(_ingest_row(size, label, pgs, lites, pg_bytes, lite_bytes))
         ingest.extend(_ingest_rows(cluster, size, texts, vectors))
         results.append(entry)
-        cluster.drop_database(dsn)
     table = print_table(
         f"Recall latency, top-8, {queries} questions (ms; ratio = PostgreSQL / SQLite; round trips per"
         " keyword recall on the wire; same answers: questions whose top 8 have the same texts and scores on"
@@ -255,10 +326,14 @@ def recall_table(sizes: tuple[int, ...], queries: int, with_vectors: dict[int, b
         rows,
     )  # fmt: skip
     ingest_table = print_table(
-        f"Ingest with remember_many (facts/s) and bytes per fact (load {os.getloadavg()[0]:.2f})",
-        ["facts", "write path", "pg facts/s", "sqlite facts/s", "pg bytes/fact", "sqlite bytes/fact"],
+        f"Ingest with remember_many (facts/s; the bulk load with vectors {BULK_LOADS} times per backend,"
+        " alternating: median and range), bytes per fact, the PostgreSQL load's CPU per fact (this process"
+        " + the server, µs) and the seconds of it the vector graph's build took"
+        f" (load {os.getloadavg()[0]:.2f})",
+        ["facts", "write path", "pg facts/s", "pg range", "sqlite facts/s", "pg bytes/fact",
+         "sqlite bytes/fact", "pg cpu µs/fact", "graph build s"],
         ingest,
-    )
+    )  # fmt: skip
     return {"tables": [table, ingest_table], "results": results, "ingest": ingest}
 
 

@@ -19,6 +19,7 @@ Usage from a conftest::
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import tempfile
@@ -73,6 +74,20 @@ class PgCluster:
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         return dsn
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds (user and system) the cluster's processes have used so far: the postmaster, the
+        processes running under it, and those that have exited (backends, parallel workers)."""
+        import psutil
+
+        main = psutil.Process(self._server.get_postmaster_info().pid)  # type: ignore[attr-defined]
+        spent = main.cpu_times()
+        total = spent.user + spent.system + spent.children_user + spent.children_system
+        for child in main.children():
+            with contextlib.suppress(psutil.Error):  # a backend may exit meanwhile
+                times = child.cpu_times()
+                total += times.user + times.system
+        return total
 
     def drop_database(self, dsn: str) -> None:
         """Drop a database created by :meth:`create_database` (terminating leftover sessions)."""

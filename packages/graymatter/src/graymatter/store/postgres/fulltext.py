@@ -141,7 +141,8 @@ class _Batch:
     """What one insert adds to the corpus statistics, and how its postings get written."""
 
     def __init__(self) -> None:
-        self.terms: Counter[str] = Counter()
+        self.stems: list[str] = []
+        """Each indexed fact's distinct stems, one after another (counted once, at the end)."""
         self.tokens = 0
         self.docs = 0
         self.derived: list[str] = []
@@ -171,7 +172,7 @@ class _Batch:
                     self.derived.append(fact.id)
                 else:
                     self.explicit.extend(lines)
-                self.terms.update(dict.fromkeys(kept, 1))
+                self.stems.extend(kept)
                 self.tokens += doc_len
                 self.docs += 1
                 tsv = tsv if tsv is not None else tsvector_literal(kept, stored=True)
@@ -211,5 +212,5 @@ def insert_facts(
         if batch.explicit:
             with cur.copy(_POSTINGS_COPY) as copy:
                 copy.write("".join(batch.explicit))
-    adjust_stats(c, batch.terms, batch.docs, batch.tokens)
+    adjust_stats(c, Counter(batch.stems), batch.docs, batch.tokens)
     return made[0] if made else meanwhile()

@@ -46,10 +46,13 @@ def tsvector_literal(positions: dict[str, list[int]], *, stored: bool = False) -
 def plain_tsvector(places: dict[str, list[int]], doc_len: int) -> str | None:
     """The ``tsvector`` literal of a fact PostgreSQL stores exactly as analysed — at most 256 tokens (so
     every position is kept), stems short and without a quote or backslash — or ``None`` (then
-    :func:`stored_positions` says what is kept). The common case, formatted without copying or sorting."""
-    if doc_len > MAX_TERM_COUNT or max(map(len, places), default=0) > _SAFE_CHARS:
+    :func:`stored_positions` says what is kept). The common case, formatted without copying or sorting
+    (one loop; most stems stand once, so their single position needs no join)."""
+    if doc_len > MAX_TERM_COUNT:
         return None
-    joined = "".join(places)
-    if "'" in joined or "\\" in joined:
-        return None
-    return " ".join([f"'{stem}':{','.join(map(str, at))}" for stem, at in places.items()])
+    parts = []
+    for stem, at in places.items():
+        if len(stem) > _SAFE_CHARS or "'" in stem or "\\" in stem:
+            return None
+        parts.append(f"'{stem}':{at[0]}" if len(at) == 1 else f"'{stem}':{','.join(map(str, at))}")
+    return " ".join(parts)

@@ -151,6 +151,12 @@ class PostgresVectors(PostgresConnections):
             copy.write(vector_copy_data(items) if data is None else data)
 
     def _ensure_vector_index(self, c: psycopg.Connection[Any], dim: int) -> None:
+        """Check the batch's dimension against the stored one; the first vectors of a dimension create its
+        graph. The common case shares the dimension's row lock, so writers of vectors do not wait for each
+        other's commits; only a change of dimension (or a first one) takes it exclusively."""
+        row = c.execute("SELECT value FROM gm_meta WHERE key = 'embedding_dim' FOR SHARE").fetchone()
+        if row is not None and int(row[0]) == dim:
+            return
         row = c.execute("SELECT value FROM gm_meta WHERE key = 'embedding_dim' FOR UPDATE").fetchone()
         if row is not None and int(row[0]) == dim:
             return
