@@ -74,5 +74,10 @@ def test_stability_notice_for_on_missing_names_the_next_minor() -> None:
     major, minor, _ = (int(part) for part in graymatter.__version__.split("."))
     text = STABILITY.read_text("utf-8")
     assert f'`on_missing` will default to `"empty"` in {major}.{minor + 1}.0' in text
-    changelog = CHANGELOG.read_text("utf-8").split("\n## [", 2)[1]
-    assert "on_missing" in changelog and f"{major}.{minor + 1}.0" in changelog
+    released = [
+        section
+        for section in CHANGELOG.read_text("utf-8").split("\n## [")[1:]
+        if not section.startswith("Unreleased]")
+    ]
+    assert released[0].startswith(f"{graymatter.__version__}]")
+    assert "on_missing" in released[0] and f"{major}.{minor + 1}.0" in released[0]
