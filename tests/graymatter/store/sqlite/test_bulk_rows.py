@@ -69,8 +69,8 @@ def test_the_sql_key_of_a_stored_text_is_text_hash(texts: list[str]) -> None:
     """What the settle writes (``gm_text_hash`` in SQL, schema 7) is the key lookups compute; the plain rows
     carry no key. (A lone surrogate cannot be bound to SQLite at all, so no such text is ever stored.)"""
     facts = [_fact(i, Provenance(), text or "x") for i, text in enumerate(texts)]
-    assert all(len(row) == 7 for row in _plain_rows(facts) or [()])
     with tempfile.TemporaryDirectory() as directory, SQLiteStore(directory) as store:
+        assert all(len(row) == 7 for row in store._write(lambda c: _plain_rows(c, facts)) or [()])
         store.add_facts(facts)
         keys = store._write(lambda c: c.execute("SELECT gm_text_hash(text), text FROM facts").fetchall())
         assert sorted(keys) == sorted((text_hash(f.text), f.text) for f in facts)

@@ -13,6 +13,7 @@ from graymatter.config import MemoryConfig
 from graymatter.models import Provenance
 from graymatter.store.sqlite import facts as sqlite_facts
 from graymatter.store.sqlite import schema
+from graymatter.store.sqlite.keys import fact_key
 from graymatter.store.sqlite.rows import text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
 from support.old_schema import old_schema_db
@@ -24,7 +25,7 @@ _COLUMNS = (
 _COLUMNS += "text_hash"
 
 
-_SHORT = "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance"
+_SHORT = "INSERT INTO facts (id, agent, text, created_at, accessed_at, confidence, provenance"
 
 
 def _ulid(i: int) -> str:
@@ -104,9 +105,9 @@ def test_an_older_store_migrates_keeping_every_fact_and_every_order(tmp_path: Pa
     with sqlite3.connect(db) as conn:  # every migrated fact's exact-text key is settled
         keys = conn.execute("SELECT text_hash, fact_rowid FROM facts_text ORDER BY 2").fetchall()
         mark = conn.execute("SELECT value FROM meta WHERE key = 'text_settled'").fetchone()[0]
-        stored = conn.execute("SELECT text_hash, rowid FROM facts WHERE rowid <= 61 ORDER BY 2").fetchall()
+        texts = conn.execute("SELECT text, rowid FROM facts WHERE rowid <= 61 ORDER BY 2").fetchall()
     conn.close()
-    assert keys == stored and len(keys) == 61 and int(mark) >= 61
+    assert keys == [(text_hash(text), rowid) for text, rowid in texts] and len(keys) == 61 and int(mark) >= 61
 
 
 def test_a_fact_enters_the_row_the_full_text_index_and_two_indexes(tmp_path: Path) -> None:
@@ -142,10 +143,13 @@ def test_a_bulk_write_inserts_a_hundred_rows_a_statement_and_a_fixed_number_of_o
 ) -> None:
     config = MemoryConfig(async_consolidate=False)
     with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
+        first = _statements(memory, 1)  # the agent's first write gives it its code (schema 9)
         small, large, ragged = _statements(memory, 10), _statements(memory, 500), _statements(memory, 250)
         conn = memory.store._conn()  # type: ignore[attr-defined]
         rows = conn.execute("SELECT text FROM facts ORDER BY rowid").fetchall()
-    written = [f"note {n} {i} on the staging cluster" for n in (10, 500, 250) for i in range(n)]
+    written = [f"note {n} {i} on the staging cluster" for n in (1, 10, 500, 250) for i in range(n)]
+    codes = [s for s in first if s.startswith("INSERT INTO meta")]
+    assert len(codes) == 2 and "RETURNING" in codes[0] and "'agent_code:a', '1'" in codes[1]
     assert [r[0] for r in rows] == written  # in order, every row once
     for statements, per_statement in ((small, [1] * 10), (large, [100] * 5), (ragged, [100, 100] + [1] * 50)):
         inserts = [s for s in statements if s.startswith("INSERT INTO facts (")]
@@ -156,6 +160,7 @@ def test_a_bulk_write_inserts_a_hundred_rows_a_statement_and_a_fixed_number_of_o
             "BEGIN IMMEDIATE",
             "SELECT value FROM meta",
             "UPDATE meta SET value",  # the agent's decay mark, lowered only by an older fact (schema 7)
+            "SELECT value FROM meta",  # the agent's code (schema 9)
             "SELECT coalesce",
             "INSERT INTO facts_fts",
             "COMMIT",
@@ -234,7 +239,8 @@ def _stored(db: Path, ids: list[str]) -> list[tuple[object, ...]]:
         names = [str(r[1]) for r in conn.execute("PRAGMA table_info(facts)") if r[1] != "rowid"]
         columns = ", ".join(f"{n}, typeof({n})" for n in names)
         marks = ",".join("?" * len(ids))
-        rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN ({marks}) ORDER BY id", ids).fetchall()
+        keys = [fact_key(i) for i in ids]
+        rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN ({marks}) ORDER BY id", keys).fetchall()
     conn.close()
     return rows
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from graymatter.models import Fact
 from graymatter.store.decay import SharedDecay, due_query
-from graymatter.store.rows import FACT_COLUMNS
+from graymatter.store.sqlite.keys import AGENT_IS, FACT_COLUMNS, fact_id
 from graymatter.store.sqlite.rows import ACCESSED_SQL, DIALECT, chunks, placeholders, to_micros
 
 FRESH_SCAN = 10_000
@@ -30,12 +30,12 @@ MARK_KEY = "decay_mark:{}"
 
 _WINDOW = (
     f"SELECT w.c, f.decay_due_at IS NULL AND NOT f.pinned, {ACCESSED_SQL.format(row='f.')}, f.rowid FROM "
-    "(SELECT rowid AS r, created_at AS c FROM facts INDEXED BY facts_listing WHERE agent_id = ? "
-    "AND kind = 'fact' AND created_at >= ? AND created_at <= ? ORDER BY created_at LIMIT ?) AS w "
+    f"(SELECT rowid AS r, created_at AS c FROM facts INDEXED BY facts_listing WHERE {AGENT_IS} "
+    "AND kind = 0 AND created_at >= ? AND created_at <= ? ORDER BY created_at LIMIT ?) AS w "
     "JOIN facts AS f ON f.rowid = w.r ORDER BY w.c, f.id"
 )
 """The next listing entries past the mark, each with whether it is still unvisited and in scope."""
-_DUE = due_query("facts", "?")
+_DUE = due_query("facts", "?", DIALECT)
 
 
 def lower_marks(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
@@ -92,7 +92,7 @@ def _fresh(
     for chunk in chunks([w[3] for w in idle]):
         sql = f"SELECT {FACT_COLUMNS} FROM facts WHERE rowid IN ({placeholders(len(chunk))})"
         rows.extend(c.execute(sql, list(chunk)).fetchall())
-    rows.sort(key=lambda r: (r[5], r[0]))  # created_at, id
+    rows.sort(key=lambda r: (r[5], fact_id(r[0])))  # created_at, id
     return rows
 
 

@@ -10,17 +10,10 @@ from typing import Any
 from graymatter.errors import Conflict, InvalidInput
 from graymatter.models import Fact, Provenance
 from graymatter.store.base import Vector, Vectors
-from graymatter.store.rows import (
-    CONFLICT,
-    EMBED_DONE,
-    EMBED_NONE,
-    FACT_COLUMNS,
-    aligned_vectors,
-    embed_state,
-    fact_values,
-)
+from graymatter.store.rows import CONFLICT, EMBED_DONE, EMBED_NONE, aligned_vectors, embed_state, fact_values
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.decay import HOUR_US, lower_marks
+from graymatter.store.sqlite.keys import AGENT_NAME, KIND_CODES, LIVE_SQL, agent_codes, fact_key, fact_keys
 from graymatter.store.sqlite.rows import (
     ACCESSED_SQL,
     AS_CREATED,
@@ -31,18 +24,22 @@ from graymatter.store.sqlite.rows import (
     stored_label,
     to_micros,
 )
-from graymatter.store.sqlite.schema import INDEXED_SQL
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
 
-_INSERT_FACT = f"INSERT INTO facts ({FACT_COLUMNS}, embed_state) VALUES ({placeholders(15)})"
+_INSERT_FACT = (
+    "INSERT INTO facts (id, agent, text, kind, equivalents, created_at, accessed_at, access_count, weight, "
+    f"superseded_by, pinned, pinned_at, confidence, provenance, embed_state) VALUES ({placeholders(15)})"
+)
+"""A fact's row in schema 9 (``store.rows.FACT_COLUMNS`` order: the id as stored, the agent's code, the
+kind's code)."""
 _INDEX_NEW = (
     "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND "
-    + INDEXED_SQL.format(row="")
+    + LIVE_SQL.format(row="")
 )
 """Full-text entries for the live facts inserted after a rowid (the write lock is held, so every row past
 the largest rowid seen at the transaction's start is one of ours). Schema 4's triggers retire entries."""
 _INSERT_PLAIN = (
-    "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance) "
+    "INSERT INTO facts (id, agent, text, created_at, accessed_at, confidence, provenance) "
     f"VALUES ({placeholders(7)})"
 )
 """A plain new fact's row: the other columns take their defaults (half the parameters of the full insert,
@@ -61,6 +58,7 @@ _SETTLE = (
 not stored in the row)."""
 _LAST = ACCESSED_SQL.format(row="")
 """A fact's last access (spelled short: the access updates below are long)."""
+_AGENT = AGENT_NAME.format(row="")
 
 
 _DEFAULT_PROVENANCE = tuple(Provenance.model_construct().__dict__.values())
@@ -95,6 +93,8 @@ def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -
     """The insert parameters of each fact (:data:`_INSERT_FACT`); a moment shared by consecutive columns
     is converted once, and a last access equal to the creation is stored as :data:`AS_CREATED`."""
     provenances = _provenances(facts)
+    codes = agent_codes(c, (fact.agent_id for fact in facts))
+    keys = fact_keys([fact.id for fact in facts])
     last: list[Any] = [None, 0]  # the moment converted last (a new fact's created_at is its accessed_at)
 
     def micros(moment: datetime) -> int:
@@ -103,19 +103,21 @@ def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -
         return int(last[1])
 
     rows = []
-    for fact, state in zip(facts, states, strict=True):
+    for fact, key, state in zip(facts, keys, states, strict=True):
         values = fact_values(fact, micros, provenances)
         accessed = AS_CREATED if fact.accessed_at == fact.created_at else values[6]
-        values = (*values[:6], accessed, *values[7:12], stored_label(fact.confidence), values[13])
-        rows.append((*values, state))
+        head = (key, codes[fact.agent_id], values[2], KIND_CODES[fact.kind], *values[4:6], accessed)
+        rows.append((*head, *values[7:12], stored_label(fact.confidence), values[13], state))
     return rows
 
 
-def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
+def _plain_rows(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
     """The :data:`_INSERT_PLAIN` parameters of a batch of plain new facts (every other column at its
     default: no equivalents, never accessed, full weight, live, unpinned, no vector), else ``None``. One
     pass: a provenance object shared with the previous fact (a bulk write's) is not looked up again."""
     rows: list[tuple[Any, ...]] = []
+    codes = agent_codes(c, (f.agent_id for f in facts))
+    keys = iter(fact_keys([f.id for f in facts]))
     append, micros, label = rows.append, to_micros, stored_label
     by_value: dict[tuple[Any, ...], str] = {_DEFAULT_PROVENANCE: ""}
     last: Provenance | None = None
@@ -130,7 +132,9 @@ def _plain_rows(facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
             stored = _provenance_text(last, by_value)
         created = f.created_at
         accessed = AS_CREATED if f.accessed_at == created else micros(f.accessed_at)
-        append((f.id, f.agent_id, f.text, micros(created), accessed, label(f.confidence), stored))
+        append(
+            (next(keys), codes[f.agent_id], f.text, micros(created), accessed, label(f.confidence), stored)
+        )
     return rows
 
 
@@ -156,7 +160,7 @@ def _insert_rows(
 def _insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     """Rows of a store without vectors (every fact's embedding state is none): plain new facts take the
     short insert, any other batch the full one."""
-    plain = _plain_rows(facts)
+    plain = _plain_rows(c, facts)
     if plain is not None:
         _insert_rows(c, plain, _INSERT_PLAIN, _PLAIN_SHARED)
     else:
@@ -164,9 +168,9 @@ def _insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
 
 
 def _found(c: sqlite3.Connection, ids: Sequence[str], select: str) -> Iterator[tuple[str, Any]]:
-    """``(id, row)`` for each id whose ``select`` (one ``?``, the id) finds a row."""
+    """``(id, row)`` for each id whose ``select`` (one ``?``, the id as stored) finds a row."""
     for fact_id in ids:
-        row = c.execute(select, (fact_id,)).fetchone()
+        row = c.execute(select, (fact_key(fact_id),)).fetchone()
         if row is not None:
             yield fact_id, row
 
@@ -201,7 +205,7 @@ def _insert_facts(
     touched_agents: set[str] = set()
     for fact, vector, state in zip(facts, aligned, states, strict=True):
         if state == EMBED_DONE and vector is not None:
-            rowid = c.execute("SELECT rowid FROM facts WHERE id = ?", (fact.id,)).fetchone()[0]
+            rowid = c.execute("SELECT rowid FROM facts WHERE id = ?", (fact_key(fact.id),)).fetchone()[0]
             put_vector(c, rowid, fact, vector)
             touched_agents.add(fact.agent_id)
     for agent in touched_agents:
@@ -211,18 +215,19 @@ def _insert_facts(
 def _unknown(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
     """The facts whose ids are neither stored nor repeated earlier in ``facts`` (first one wins)."""
     ids = list(dict.fromkeys(f.id for f in facts))
-    known: set[str] = set()
+    known: set[Any] = set()
     if c.execute("SELECT 1 FROM facts LIMIT 1").fetchone() is None:  # a restore into a new directory:
         if len(ids) == len(facts):  # an empty store knows no id, and none repeats: every fact is new
             return list(facts)
         ids = []  # nothing to look up
-    for chunk in chunks(ids):
+    for chunk in chunks(fact_keys(ids)):
         sql = f"SELECT id FROM facts WHERE id IN ({placeholders(len(chunk))})"
         known.update(row[0] for row in c.execute(sql, list(chunk)))
     fresh: list[Fact] = []
     for fact in facts:
-        if fact.id not in known:
-            known.add(fact.id)
+        key = fact_key(fact.id)
+        if key not in known:
+            known.add(key)
             fresh.append(fact)
     return fresh
 
@@ -231,12 +236,12 @@ def _tombstone(c: sqlite3.Connection, ids: Sequence[str], superseded_by: str) ->
     """Tombstone the live facts among ``ids`` (in this transaction); return the ids changed."""
     changed: list[str] = []
     index_rows: list[tuple[int, str]] = []
-    live = "SELECT rowid, agent_id, kind FROM facts WHERE id = ? AND superseded_by IS NULL"
+    live = f"SELECT rowid, {_AGENT}, kind FROM facts WHERE id = ? AND superseded_by IS NULL"
     for fact_id, row in _found(c, ids, live):
         c.execute(
             "UPDATE facts SET superseded_by = ?, embed_state = 0 WHERE rowid = ?", (superseded_by, row[0])
         )
-        if row[2] == "fact":
+        if row[2] == KIND_CODES["fact"]:
             index_rows.append((row[0], row[1]))
         changed.append(fact_id)
     _remove_vectors(c, index_rows)
@@ -305,7 +310,13 @@ class SQLiteFactWrites(SQLiteConnections):
                     "UPDATE facts SET pinned = ?, pinned_at = ?, decay_due_at = CASE WHEN ? "
                     f"THEN decay_due_at ELSE coalesce(decay_due_at, {_LAST} + {HOUR_US}) END "
                     "WHERE id = ? AND superseded_by IS NULL AND pinned != ?",
-                    (int(pinned), to_micros(at) if pinned else None, int(pinned), fact_id, int(pinned)),
+                    (
+                        int(pinned),
+                        to_micros(at) if pinned else None,
+                        int(pinned),
+                        fact_key(fact_id),
+                        int(pinned),
+                    ),
                 )
                 if cursor.rowcount:
                     changed.append(fact_id)
@@ -321,7 +332,7 @@ class SQLiteFactWrites(SQLiteConnections):
         stamp = to_micros(at)
 
         def work(c: sqlite3.Connection) -> None:
-            for chunk in chunks(ids):
+            for chunk in chunks(fact_keys(ids)):
                 c.execute(
                     f"UPDATE facts SET access_count = access_count + 1, accessed_at = max({_LAST}, ?) "
                     f"WHERE superseded_by IS NULL AND id IN ({placeholders(len(chunk))})",
@@ -342,7 +353,7 @@ class SQLiteFactWrites(SQLiteConnections):
 
         def work(c: sqlite3.Connection) -> None:
             for n, ids in sorted(by_count.items()):
-                for chunk in chunks(ids):
+                for chunk in chunks(fact_keys(ids)):
                     c.execute(
                         f"UPDATE facts SET access_count = access_count + ?, accessed_at = max({_LAST}, ?) "
                         f"WHERE superseded_by IS NULL AND id IN ({placeholders(len(chunk))})",
@@ -360,7 +371,8 @@ class SQLiteFactWrites(SQLiteConnections):
             changed = 0
             for fact_id, weight in weights.items():
                 changed += c.execute(
-                    "UPDATE facts SET weight = ? WHERE id = ? AND weight > ?", (weight, fact_id, weight)
+                    "UPDATE facts SET weight = ? WHERE id = ? AND weight > ?",
+                    (weight, fact_key(fact_id), weight),
                 ).rowcount
             return changed
 
@@ -374,7 +386,7 @@ class SQLiteFactWrites(SQLiteConnections):
             deleted: list[str] = []
             index_rows: list[tuple[int, str]] = []
             for fact_id, row in _found(
-                c, ids, "SELECT rowid, agent_id FROM facts WHERE id = ? AND pinned = 0"
+                c, ids, f"SELECT rowid, {_AGENT} FROM facts WHERE id = ? AND pinned = 0"
             ):
                 index_rows.append((row[0], row[1]))
                 c.execute("DELETE FROM facts WHERE rowid = ?", (row[0],))

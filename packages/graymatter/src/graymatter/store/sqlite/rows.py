@@ -16,11 +16,11 @@ from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import SESSION_MAX_CHARS, Fact, Interface, Provenance
 from graymatter.store.rows import Dialect
+from graymatter.store.sqlite.keys import FACT_COLUMNS, KIND_CODES, KINDS, agents_in, fact_id, fact_key
 from graymatter.trusted import constructor
 
 T = TypeVar("T")
 
-_KINDS = ("fact", "alias")
 _INTERFACES = frozenset(get_args(Interface))
 _PROVENANCE_CACHE: dict[str, Provenance] = {}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -189,14 +189,14 @@ def decode_fact(row: Sequence[Any]) -> Fact:
     """Decode a trusted row without re-validation (hot path); malformed rows raise CorruptRecord."""
     try:
         label = row[12] or DEFAULT_LABEL
-        if row[3] not in _KINDS or label not in CONFIDENCE_LEVELS:
-            raise ValueError("unknown kind or confidence label")
+        if row[3] not in (0, 1) or label not in CONFIDENCE_LEVELS or type(row[1]) is not str:
+            raise ValueError("unknown kind, confidence label or agent")
         equivalents = json.loads(row[4]) if row[4] else []
         if not isinstance(equivalents, list):
             raise ValueError("malformed equivalents column")
         return _construct_fact(
             {
-                "id": row[0],
+                "id": fact_id(row[0]),
                 "agent_id": row[1],
                 "text": row[2],
                 "created_at": (created := from_micros(row[5])),
@@ -207,13 +207,13 @@ def decode_fact(row: Sequence[Any]) -> Fact:
                 "pinned": bool(row[10]),
                 "pinned_at": from_micros(row[11]),
                 "confidence": label,
-                "kind": row[3],
+                "kind": KINDS[row[3]],
                 "equivalents": equivalents,
                 "provenance": _provenance(row[13] or "{}"),
             }
         )
     except (ValueError, TypeError) as exc:
-        raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
+        raise CorruptRecord(f"fact {fact_id(row[0])} cannot be decoded: {type(exc).__name__}") from None
 
 
 DIALECT = Dialect(
@@ -225,4 +225,13 @@ DIALECT = Dialect(
     insertion_order="rowid",
     json_check="json_valid(state)",
     confidence=CONFIDENCE_SQL.format(row=""),
+    fact_columns=FACT_COLUMNS,
+    facts_agents="SELECT (SELECT value FROM meta WHERE key = 'agent_name:' || agent) "
+    "FROM (SELECT DISTINCT agent FROM {facts})",
+    agent_in=agents_in,
+    fact_kind="0",
+    alias_kind="1",
+    kinds=lambda names: [KIND_CODES.get(name, name) for name in names],
+    key=fact_key,
+    ident=fact_id,
 )
