@@ -54,7 +54,7 @@ def test_stored_ulids_sort_as_their_texts(ids: list[str]) -> None:
 
 
 @settings(max_examples=300)
-@given(st.lists(any_ids, max_size=12))
+@given(st.one_of(st.lists(any_ids, max_size=12), st.lists(any_ids, min_size=keys.BATCH_KEYS, max_size=40)))
 def test_a_batch_is_stored_as_each_id_alone(ids: list[str]) -> None:
     assert fact_keys(ids) == [fact_key(i) for i in ids]
     assert [fact_id(k) for k in fact_keys(ids)] == ids

@@ -21,7 +21,7 @@ from graymatter.config import MemoryConfig
 from graymatter.ids import new_ulid
 from graymatter.models import Fact
 from graymatter.store.sqlite import decay as sqlite_decay
-from graymatter.store.sqlite import facts as sqlite_facts
+from graymatter.store.sqlite import inserts as sqlite_inserts
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.keys import fact_key
 from graymatter.store.sqlite.rows import at_micros, text_hash
@@ -292,7 +292,7 @@ def test_deleting_a_fact_removes_its_settled_key_hashed_in_sql(tmp_path: Path) -
     with SQLiteStore(tmp_path / "s") as store:
         fresh = [_fact(f"settled later {i}", NOW) for i in range(3)]
         store.add_facts(fresh)
-        store._write(lambda c: c.execute(sqlite_facts._SETTLE, (0,)))  # type: ignore[attr-defined]
+        store._write(lambda c: c.execute(sqlite_inserts.SETTLE, (0,)))  # type: ignore[attr-defined]
         keys = {int(r[0]): r[1] for r in _raw(db, "SELECT fact_rowid, text_hash FROM facts_text")}
         assert keys[47] == text_hash("settled later 0")
         assert store.delete_facts([_ulid(3), fresh[0].id]) == [_ulid(3), fresh[0].id]

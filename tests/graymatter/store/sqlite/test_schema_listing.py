@@ -11,7 +11,8 @@ import pytest
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.models import Provenance
-from graymatter.store.sqlite import facts as sqlite_facts
+from graymatter.store.rows import NewFacts
+from graymatter.store.sqlite import inserts as sqlite_inserts
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.keys import fact_key
 from graymatter.store.sqlite.rows import text_hash
@@ -178,7 +179,7 @@ def _keys(db: Path) -> tuple[list[int], int]:
 def test_text_lookups_find_facts_before_and_after_their_keys_settle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_facts, "SETTLE_ROWS", 25)
+    monkeypatch.setattr(sqlite_inserts, "SETTLE_ROWS", 25)
     db = tmp_path / "s" / DB_FILENAME
     config = MemoryConfig(async_consolidate=False)
     with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
@@ -200,7 +201,7 @@ def test_text_lookups_find_facts_before_and_after_their_keys_settle(
 def test_deleting_the_newest_fact_lowers_the_mark_so_its_rowid_can_return(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_facts, "SETTLE_ROWS", 5)
+    monkeypatch.setattr(sqlite_inserts, "SETTLE_ROWS", 5)
     db = tmp_path / "s" / DB_FILENAME
     config = MemoryConfig(async_consolidate=False)
     with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
@@ -246,23 +247,28 @@ def _stored(db: Path, ids: list[str]) -> list[tuple[object, ...]]:
 
 
 def test_plain_new_facts_are_stored_exactly_as_the_full_insert_stores_them(tmp_path: Path) -> None:
-    """A batch of plain new facts takes the short insert (the other columns at their defaults); a batch
-    with anything else takes the full one. Both store the same values, of the same storage classes."""
+    """A bulk write's facts take the short insert built from the columns they were made of
+    (``store.rows.NewFacts``); other plain new facts take the short insert built from the models; a batch
+    with anything else takes the full one. All store the same values, of the same storage classes (250
+    facts: two statements of a hundred rows and fifty rows one by one)."""
     with Memory(tmp_path / "x", config=MemoryConfig(), embedder=None, summariser=None) as maker:
-        facts = maker._new_facts("a", [f"plain note {i}" for i in range(5)], "verified", Provenance())
+        facts = maker._new_facts("a", [f"plain note {i}" for i in range(250)], "verified", Provenance())
         alias = maker.alias("z", "k8s", ["kubernetes"])
+    assert type(facts) is NewFacts
     stores, inserts = {}, {}
-    for name, batch in (("plain", facts), ("full", [*facts, alias]), ("import", facts)):
+    cases = (("new", facts), ("plain", list(facts)), ("full", [*facts, alias]), ("import", list(facts)))
+    for name, batch in cases:
         with Memory(tmp_path / name, config=MemoryConfig(), embedder=None, summariser=None) as memory:
             seen: list[str] = []
             memory.store._conn().set_trace_callback(seen.append)  # type: ignore[attr-defined]
             if name == "import":  # an import of plain facts takes the short insert too
-                assert memory.store.import_facts(batch) == (5, 0)
+                assert memory.store.import_facts(batch) == (250, 0)
             else:
                 memory.store.add_facts(batch)
             memory.store._conn().set_trace_callback(None)  # type: ignore[attr-defined]
         stores[name] = _stored(tmp_path / name / DB_FILENAME, [f.id for f in facts])
         inserts[name] = {s.split(") VALUES")[0] for s in seen if s.startswith("INSERT INTO facts (")}
-    assert len(stores["plain"]) == 5 and stores["plain"] == stores["full"] == stores["import"]
-    assert inserts["plain"] == inserts["import"] == {_SHORT}
+    assert len(stores["plain"]) == 250
+    assert stores["new"] == stores["plain"] == stores["full"] == stores["import"]
+    assert inserts["new"] == inserts["plain"] == inserts["import"] == {_SHORT}
     assert len(inserts["full"]) == 1 and inserts["full"] != {_SHORT}

@@ -26,6 +26,24 @@ CONFLICT = "the fact was revised or forgotten by another writer meanwhile; nothi
 """The message of ``Conflict`` when a compare-and-swap replacement finds a target already retired."""
 
 
+class NewFacts(list[Fact]):
+    """The facts of one bulk write as the engine made them (``MemoryCore._new_facts``), with the columns it
+    made them of: plain new facts (no equivalents, never accessed, full weight, live, unpinned) of one
+    agent, label and provenance, whose ids and texts are ``ids`` and ``texts`` in order, the first created
+    at ``created`` and each next one a microsecond later (``accessed_at`` equal to ``created_at``). A store
+    may build its rows from these columns instead of reading every model back: the models hold exactly
+    these values. Any other use of the list is a list of those facts."""
+
+    __slots__ = ("agent_id", "confidence", "created", "ids", "provenance", "texts")
+
+    agent_id: str
+    confidence: str
+    created: datetime
+    ids: Sequence[str]
+    provenance: Provenance
+    texts: Sequence[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """How one backend spells a placeholder, a table name and a timestamp."""

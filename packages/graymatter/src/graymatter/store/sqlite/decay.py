@@ -19,6 +19,7 @@ from typing import Any
 
 from graymatter.models import Fact
 from graymatter.store.decay import SharedDecay, due_query
+from graymatter.store.rows import NewFacts
 from graymatter.store.sqlite.keys import AGENT_IS, FACT_COLUMNS, fact_id
 from graymatter.store.sqlite.rows import ACCESSED_SQL, DIALECT, chunks, placeholders, to_micros
 
@@ -38,21 +39,26 @@ _WINDOW = (
 _DUE = due_query("facts", "?", DIALECT)
 
 
+def _oldest(facts: Sequence[Fact]) -> dict[str, datetime]:
+    """Each agent's oldest creation moment among ``facts``."""
+    if type(facts) is NewFacts:  # a bulk write: one agent, the first fact the oldest
+        return {facts.agent_id: facts.created}
+    if len({fact.agent_id for fact in facts}) == 1:
+        return {facts[0].agent_id: min(fact.created_at for fact in facts)}
+    oldest: dict[str, datetime] = {}
+    for fact in facts:
+        moment = oldest.get(fact.agent_id)
+        if moment is None or fact.created_at < moment:
+            oldest[fact.agent_id] = fact.created_at
+    return oldest
+
+
 def lower_marks(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     """Move each agent's mark back to its oldest fact in ``facts`` (an import or an explicit older moment
     can insert a never-visited fact behind it). One statement per agent; a mark already older is kept."""
     if not facts:
         return
-    agents = {fact.agent_id for fact in facts}
-    oldest: dict[str, datetime] = {}
-    if len(agents) == 1:  # a bulk write: one agent
-        oldest[facts[0].agent_id] = min(fact.created_at for fact in facts)
-    else:
-        for fact in facts:
-            moment = oldest.get(fact.agent_id)
-            if moment is None or fact.created_at < moment:
-                oldest[fact.agent_id] = fact.created_at
-    for agent, moment in oldest.items():
+    for agent, moment in _oldest(facts).items():
         at = to_micros(moment)
         c.execute(
             "UPDATE meta SET value = ? WHERE key = ? AND CAST(value AS INTEGER) > ?",

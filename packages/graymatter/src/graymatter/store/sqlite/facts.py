@@ -8,163 +8,25 @@ from datetime import datetime
 from typing import Any
 
 from graymatter.errors import Conflict, InvalidInput
-from graymatter.models import Fact, Provenance
+from graymatter.models import Fact
 from graymatter.store.base import Vector, Vectors
-from graymatter.store.rows import CONFLICT, EMBED_DONE, EMBED_NONE, aligned_vectors, embed_state, fact_values
+from graymatter.store.rows import CONFLICT, EMBED_DONE, aligned_vectors, embed_state
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.decay import HOUR_US, lower_marks
-from graymatter.store.sqlite.keys import AGENT_NAME, KIND_CODES, LIVE_SQL, agent_codes, fact_key, fact_keys
-from graymatter.store.sqlite.rows import (
-    ACCESSED_SQL,
-    AS_CREATED,
-    TEXT_HASH_SQL,
-    chunks,
-    execute_rows,
-    placeholders,
-    stored_label,
-    to_micros,
+from graymatter.store.sqlite.inserts import (
+    FULL_SHARED,
+    INSERT_FACT,
+    full_rows,
+    insert_keyword_only,
+    insert_rows,
 )
+from graymatter.store.sqlite.keys import AGENT_NAME, KIND_CODES, agent_codes, fact_key, fact_keys
+from graymatter.store.sqlite.rows import ACCESSED_SQL, chunks, placeholders, to_micros
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
 
-_INSERT_FACT = (
-    "INSERT INTO facts (id, agent, text, kind, equivalents, created_at, accessed_at, access_count, weight, "
-    f"superseded_by, pinned, pinned_at, confidence, provenance, embed_state) VALUES ({placeholders(15)})"
-)
-"""A fact's row in schema 9 (``store.rows.FACT_COLUMNS`` order: the id as stored, the agent's code, the
-kind's code)."""
-_INDEX_NEW = (
-    "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND "
-    + LIVE_SQL.format(row="")
-)
-"""Full-text entries for the live facts inserted after a rowid (the write lock is held, so every row past
-the largest rowid seen at the transaction's start is one of ours). Schema 4's triggers retire entries."""
-_INSERT_PLAIN = (
-    "INSERT INTO facts (id, agent, text, created_at, accessed_at, confidence, provenance) "
-    f"VALUES ({placeholders(7)})"
-)
-"""A plain new fact's row: the other columns take their defaults (half the parameters of the full insert,
-a microsecond less per fact)."""
-_PLAIN_SHARED = (1, 4, 5, 6)
-"""The columns of :data:`_INSERT_PLAIN` a bulk write's rows share (agent, last access, label, provenance)."""
-SETTLE_ROWS = 20_000
-"""How many facts may wait past the settled mark before their exact-text keys are filled in (one sorted
-insert instead of a random index insert per fact; a text lookup scans at most this many rows by rowid)."""
-_MARKS = "SELECT coalesce(max(rowid), 0), (SELECT value FROM meta WHERE key = 'text_settled') FROM facts"
-_SETTLE = (
-    f"INSERT OR IGNORE INTO facts_text SELECT {TEXT_HASH_SQL.format(text='text')}, rowid FROM facts "
-    "WHERE rowid > ? ORDER BY 1, 2"
-)
-"""The exact-text keys of the facts past the settled mark, in key order (schema 6; since schema 7 hashed here,
-not stored in the row)."""
 _LAST = ACCESSED_SQL.format(row="")
 """A fact's last access (spelled short: the access updates below are long)."""
 _AGENT = AGENT_NAME.format(row="")
-
-
-_DEFAULT_PROVENANCE = tuple(Provenance.model_construct().__dict__.values())
-"""Every field of the default provenance, in field order (what :func:`_provenances` keys a value by)."""
-
-
-def _provenance_text(p: Provenance, by_value: dict[tuple[Any, ...], str]) -> str:
-    """How a row stores ``p``: its JSON without default values, an empty text for the default (schema 7;
-    ``{}`` before, which every reader spells as ``interface`` library), each distinct value serialised once
-    (``by_value``, keyed by every field in field order, starts with the default: no serialiser built)."""
-    key = tuple(p.__dict__.values())
-    text = by_value.get(key)
-    if text is None:
-        text = p.model_dump_json(exclude_none=True, exclude_defaults=True)
-        text = by_value[key] = "" if text == "{}" else text
-    return text
-
-
-def _provenances(facts: Sequence[Fact]) -> dict[int, str]:
-    """Each distinct provenance of a batch (by value: an imported bundle parses one object per fact) as
-    :func:`_provenance_text` stores it, by object id."""
-    out: dict[int, str] = {}
-    by_value: dict[tuple[Any, ...], str] = {_DEFAULT_PROVENANCE: ""}
-    for fact in facts:
-        p = fact.provenance
-        if id(p) not in out:
-            out[id(p)] = _provenance_text(p, by_value)
-    return out
-
-
-def _rows(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> list[tuple[Any, ...]]:
-    """The insert parameters of each fact (:data:`_INSERT_FACT`); a moment shared by consecutive columns
-    is converted once, and a last access equal to the creation is stored as :data:`AS_CREATED`."""
-    provenances = _provenances(facts)
-    codes = agent_codes(c, (fact.agent_id for fact in facts))
-    keys = fact_keys([fact.id for fact in facts])
-    last: list[Any] = [None, 0]  # the moment converted last (a new fact's created_at is its accessed_at)
-
-    def micros(moment: datetime) -> int:
-        if moment is not last[0]:
-            last[0], last[1] = moment, to_micros(moment)
-        return int(last[1])
-
-    rows = []
-    for fact, key, state in zip(facts, keys, states, strict=True):
-        values = fact_values(fact, micros, provenances)
-        accessed = AS_CREATED if fact.accessed_at == fact.created_at else values[6]
-        head = (key, codes[fact.agent_id], values[2], KIND_CODES[fact.kind], *values[4:6], accessed)
-        rows.append((*head, *values[7:12], stored_label(fact.confidence), values[13], state))
-    return rows
-
-
-def _plain_rows(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[tuple[Any, ...]] | None:
-    """The :data:`_INSERT_PLAIN` parameters of a batch of plain new facts (every other column at its
-    default: no equivalents, never accessed, full weight, live, unpinned, no vector), else ``None``. One
-    pass: a provenance object shared with the previous fact (a bulk write's) is not looked up again."""
-    rows: list[tuple[Any, ...]] = []
-    codes = agent_codes(c, (f.agent_id for f in facts))
-    keys = iter(fact_keys([f.id for f in facts]))
-    append, micros, label = rows.append, to_micros, stored_label
-    by_value: dict[tuple[Any, ...], str] = {_DEFAULT_PROVENANCE: ""}
-    last: Provenance | None = None
-    stored = ""
-    for f in facts:
-        if f.kind != "fact" or f.equivalents or f.access_count or f.weight != 1.0:
-            return None
-        if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
-            return None
-        if f.provenance is not last:
-            last = f.provenance
-            stored = _provenance_text(last, by_value)
-        created = f.created_at
-        accessed = AS_CREATED if f.accessed_at == created else micros(f.accessed_at)
-        append(
-            (next(keys), codes[f.agent_id], f.text, micros(created), accessed, label(f.confidence), stored)
-        )
-    return rows
-
-
-def _insert_rows(
-    c: sqlite3.Connection,
-    rows: Sequence[tuple[Any, ...]],
-    insert: str = _INSERT_FACT,
-    shared: tuple[int, ...] = (),
-) -> None:
-    """Insert fact rows (``rows.execute_rows`` of ``insert``, ``shared`` columns bound once where they agree)
-    and their full-text entries with one statement; settle the exact-text keys when :data:`SETTLE_ROWS`
-    facts or more are past the mark."""
-    if not rows:
-        return
-    last, settled = c.execute(_MARKS).fetchone()
-    execute_rows(c, insert, rows, shared)
-    c.execute(_INDEX_NEW, (last,))
-    if last + len(rows) - int(settled or 0) >= SETTLE_ROWS:
-        c.execute(_SETTLE, (int(settled or 0),))
-        c.execute("INSERT OR REPLACE INTO meta(key, value) SELECT 'text_settled', max(rowid) FROM facts")
-
-
-def _insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
-    """Rows of a store without vectors (every fact's embedding state is none): plain new facts take the
-    short insert, any other batch the full one."""
-    plain = _plain_rows(c, facts)
-    if plain is not None:
-        _insert_rows(c, plain, _INSERT_PLAIN, _PLAIN_SHARED)
-    else:
-        _insert_rows(c, _rows(c, facts, [EMBED_NONE] * len(facts)))
 
 
 def _found(c: sqlite3.Connection, ids: Sequence[str], select: str) -> Iterator[tuple[str, Any]]:
@@ -195,13 +57,13 @@ def _insert_facts(
     model = current_model(c)
     lower_marks(c, facts)
     if model is None:  # keyword-only store: no fact waits for a vector, none is stored
-        _insert_keyword_only(c, facts)
+        insert_keyword_only(c, facts)
         return
     states = [
         embed_state(fact, model, vector is not None and embedding_model == model)
         for fact, vector in zip(facts, aligned, strict=True)
     ]
-    _insert_rows(c, _rows(c, facts, states))
+    _insert_full(c, facts, states)
     touched_agents: set[str] = set()
     for fact, vector, state in zip(facts, aligned, states, strict=True):
         if state == EMBED_DONE and vector is not None:
@@ -210,6 +72,13 @@ def _insert_facts(
             touched_agents.add(fact.agent_id)
     for agent in touched_agents:
         bump(c, f"vec_added:{agent}")
+
+
+def _insert_full(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> None:
+    """Every fact by the full insert, with the given embedding states."""
+    keys = fact_keys([f.id for f in facts])
+    codes = agent_codes(c, (f.agent_id for f in facts))
+    insert_rows(c, full_rows(facts, keys, codes, states), INSERT_FACT, FULL_SHARED)
 
 
 def _unknown(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:
@@ -266,9 +135,9 @@ class SQLiteFactWrites(SQLiteConnections):
             fresh = _unknown(c, facts)
             lower_marks(c, fresh)
             if model is None:
-                _insert_keyword_only(c, fresh)
+                insert_keyword_only(c, fresh)
             else:
-                _insert_rows(c, _rows(c, fresh, [embed_state(f, model, False) for f in fresh]))
+                _insert_full(c, fresh, [embed_state(f, model, False) for f in fresh])
             return len(fresh), len(facts) - len(fresh)
 
         return self._write(work)

@@ -48,6 +48,23 @@ def agents_in(count: int) -> str:
     return f"agent IN (SELECT CAST(value AS INTEGER) FROM meta WHERE key IN ({keys}))"
 
 
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+IDS_KEPT = 65_536
+"""Ids remembered both ways (a recall reads and asks for the same few again and again)."""
+_IDS: dict[bytes, str] = {}
+_KEYS: dict[str, bytes] = {}
+_TIMES: dict[bytes, str] = {}
+"""The first ten characters of an id by its first six bytes (the millisecond: shared by a batch's ids)."""
+
+
+def _remember(key: bytes, text: str) -> None:
+    if len(_IDS) > IDS_KEPT:
+        _IDS.clear()
+        _KEYS.clear()
+    _IDS[key] = text
+    _KEYS[text] = key
+
+
 _DIGITS = bytes(
     "0123456789ABCDEFGHIJKLMNOPQRSTUV"["0123456789ABCDEFGHJKMNPQRSTVWXYZ".index(chr(b))].encode()[0]
     if chr(b) in "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -61,20 +78,32 @@ _FIRST_MAX = ord("7")
 
 
 def fact_key(fact_id: str) -> bytes | str:
-    """How a fact id is stored: a canonical ULID as its 16 bytes, any other id as it is."""
+    """How a fact id is stored: a canonical ULID as its 16 bytes, any other id as it is (an id read or asked
+    for lately is remembered: a recall asks for the ids it has just read)."""
+    found = _KEYS.get(fact_id)
+    if found is not None:
+        return found
     if len(fact_id) == 26 and fact_id.isascii():
         digits = fact_id.encode().translate(_DIGITS)
         if digits[0] <= _FIRST_MAX:
             try:
-                return int(digits, 32).to_bytes(16, "big")
+                key = int(digits, 32).to_bytes(16, "big")
             except ValueError:
-                pass
+                return fact_id
+            _remember(key, fact_id)
+            return key
     return fact_id
+
+
+BATCH_KEYS = 32
+"""From this many ids on, :func:`fact_keys` translates them in one pass (and does not remember them)."""
 
 
 def fact_keys(fact_ids: Sequence[str]) -> list[bytes | str]:
     """:func:`fact_key` of each id; a batch of ULIDs (every id a bulk write makes) is translated in one
     pass."""
+    if len(fact_ids) < BATCH_KEYS:
+        return [fact_key(i) for i in fact_ids]
     joined = "".join(fact_ids)
     if len(joined) != 26 * len(fact_ids) or not joined.isascii() or any(len(i) != 26 for i in fact_ids):
         return [fact_key(i) for i in fact_ids]
@@ -86,14 +115,6 @@ def fact_keys(fact_ids: Sequence[str]) -> list[bytes | str]:
         chunk = digits[start : start + 26]
         out.append(int(chunk, 32).to_bytes(16, "big") if chunk[0] <= _FIRST_MAX else fact_id)
     return out
-
-
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-IDS_KEPT = 65_536
-"""Decoded ids remembered (a recall reads the same few again and again)."""
-_IDS: dict[bytes, str] = {}
-_TIMES: dict[bytes, str] = {}
-"""The first ten characters of an id by its first six bytes (the millisecond: shared by a batch's ids)."""
 
 
 def fact_id(stored: bytes | str) -> str:
@@ -115,9 +136,7 @@ def fact_id(stored: bytes | str) -> str:
         head + p[n >> 70] + p[(n >> 60) & 1023] + p[(n >> 50) & 1023] + p[(n >> 40) & 1023]
         + p[(n >> 30) & 1023] + p[(n >> 20) & 1023] + p[(n >> 10) & 1023] + p[n & 1023]
     )  # fmt: skip
-    if len(_IDS) > IDS_KEPT:
-        _IDS.clear()
-    _IDS[stored] = text
+    _remember(stored, text)
     return text
 
 

@@ -143,6 +143,34 @@ def execute_rows(
         c.executemany(insert, rows[whole:])
 
 
+def execute_split(
+    c: sqlite3.Connection,
+    insert: str,
+    shared: tuple[int, ...],
+    values: tuple[Any, ...],
+    own_rows: Sequence[tuple[Any, ...]],
+) -> None:
+    """Insert rows whose ``shared`` columns (by index) hold ``values`` and whose other columns, in order,
+    are ``own_rows``: the rows and rowids :func:`execute_rows` inserts of the same rows put together, without
+    putting them together first (a bulk write knows its shared values)."""
+    width = len(shared) + len(own_rows[0])
+    per = min(ROWS_PER_INSERT, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+    whole = len(own_rows) - len(own_rows) % per if per > 1 else 0
+    for start in range(0, whole, per):
+        chunk = own_rows[start : start + per]
+        c.execute(_multi_row(insert, per, width, shared), [*values, *chain.from_iterable(chunk)])
+    if whole < len(own_rows):
+        c.executemany(insert, [_merged(width, shared, values, own) for own in own_rows[whole:]])
+
+
+def _merged(
+    width: int, shared: tuple[int, ...], values: tuple[Any, ...], own: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """One whole row of :func:`execute_split`'s parts."""
+    rest = iter(own)
+    return tuple(values[shared.index(i)] if i in shared else next(rest) for i in range(width))
+
+
 def _provenance(raw: str) -> Provenance:
     """A Provenance from its stored JSON text; validated once per distinct text, then cached."""
     cached = _PROVENANCE_CACHE.get(raw)
