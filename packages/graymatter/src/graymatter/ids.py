@@ -48,9 +48,15 @@ _PAIRS = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
 def new_ulids(count: int) -> list[str]:
     """``count`` new ULIDs in increasing order, as ``count`` calls of :func:`new_ulid` in a row would give
     within one millisecond (one clock reading, consecutive random parts), encoded in bulk."""
+    return new_ulid_run(count)[1]
+
+
+def new_ulid_run(count: int) -> tuple[int, list[str]]:
+    """:func:`new_ulids`, and the 128-bit value of the first: the others are the values that follow it, one
+    by one (one millisecond, the random part counting up)."""
     global _last_ms, _last_rand
     if count <= 0:
-        return []
+        return 0, []
     ms = int(time.time() * 1000)
     with _lock:
         if ms <= _last_ms:
@@ -67,7 +73,7 @@ def new_ulids(count: int) -> list[str]:
             high = rand >> 20
             head = head_ms + _encode(high, 12)
         out.append(head + pairs[(rand >> 10) & 1023] + pairs[rand & 1023])
-    return out
+    return ms << 80 | first, out
 
 
 def is_ulid(value: str) -> bool:

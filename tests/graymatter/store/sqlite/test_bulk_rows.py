@@ -72,7 +72,7 @@ def test_the_sql_key_of_a_stored_text_is_text_hash(texts: list[str]) -> None:
     facts = [_fact(i, Provenance(), text or "x") for i, text in enumerate(texts)]
     with tempfile.TemporaryDirectory() as directory, SQLiteStore(directory) as store:
         keys = fact_keys([f.id for f in facts])
-        assert all(len(row) == 7 for row in plain_rows(facts, keys, {"a": 1}) or [()])
+        assert all(len(row) == 8 for row in plain_rows(facts, keys, {"a": 1}) or [()])
         store.add_facts(facts)
         keys = store._write(lambda c: c.execute("SELECT gm_text_hash(text), text FROM facts").fetchall())
         assert sorted(keys) == sorted((text_hash(f.text), f.text) for f in facts)

@@ -3,10 +3,12 @@ text does, any other id as it is, and back again exactly."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graymatter.ids import is_ulid, new_ulid, new_ulids
+from graymatter import ids
+from graymatter.ids import is_ulid, new_ulid, new_ulid_run, new_ulids
 from graymatter.store.sqlite import keys
 from graymatter.store.sqlite.keys import fact_id, fact_key, fact_keys
 
@@ -66,3 +68,14 @@ def test_the_ids_graymatter_makes_are_all_stored_in_16_bytes() -> None:
     assert all(isinstance(k, bytes) and len(k) == 16 for k in stored)
     assert [fact_id(k) for k in stored] == made
     assert sorted(stored) == stored  # type: ignore[type-var]  # increasing, as the ids are
+
+
+def test_a_run_of_ids_is_its_first_value_counted_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a bulk write's store rows are built of (``store.rows.NewFacts.first_id``)."""
+    for last_rand in (None, (1 << 80) - 5):  # a fresh millisecond; a random part about to wrap
+        if last_rand is not None:
+            monkeypatch.setattr(ids, "_last_ms", ids._last_ms + 10)
+            monkeypatch.setattr(ids, "_last_rand", last_rand)
+        first, made = new_ulid_run(300)
+        assert fact_keys(made) == [(first + i).to_bytes(16, "big") for i in range(300)]
+        assert made == sorted(made) and len(set(made)) == 300

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ _COLUMNS = (
 _COLUMNS += "text_hash"
 
 
-_SHORT = "INSERT INTO facts (id, agent, text, created_at, accessed_at, confidence, provenance"
+_SHORT = "INSERT INTO facts (id, agent, text, created_at, accessed_at, access_count, confidence, provenance"
 
 
 def _ulid(i: int) -> str:
@@ -272,3 +273,26 @@ def test_plain_new_facts_are_stored_exactly_as_the_full_insert_stores_them(tmp_p
     assert stores["new"] == stores["plain"] == stores["full"] == stores["import"]
     assert inserts["new"] == inserts["plain"] == inserts["import"] == {_SHORT}
     assert len(inserts["full"]) == 1 and inserts["full"] != {_SHORT}
+
+
+def test_accessed_facts_are_plain_and_stored_exactly_as_the_full_insert_stores_them(tmp_path: Path) -> None:
+    """An import of facts a recall has touched (an access count and a later last access) takes the short
+    insert too, and stores what the full insert stores."""
+    with Memory(tmp_path / "x", config=MemoryConfig(), embedder=None, summariser=None) as maker:
+        made = maker._new_facts("a", [f"plain note {i}" for i in range(120)], "inferred", Provenance())
+        alias = maker.alias("z", "k8s", ["kubernetes"])
+    later = made[0].created_at + timedelta(hours=2)
+    facts = [f.model_copy(update={"access_count": i % 3, "accessed_at": later if i % 3 else f.accessed_at})
+             for i, f in enumerate(made)]  # fmt: skip
+    stores, inserts = {}, {}
+    for name, batch in (("plain", facts), ("full", [*facts, alias])):
+        with Memory(tmp_path / name, config=MemoryConfig(), embedder=None, summariser=None) as memory:
+            seen: list[str] = []
+            memory.store._conn().set_trace_callback(seen.append)  # type: ignore[attr-defined]
+            assert memory.store.import_facts(batch)[0] == len(batch)
+            memory.store._conn().set_trace_callback(None)  # type: ignore[attr-defined]
+            assert memory.store.get_facts([f.id for f in facts]) == facts
+        stores[name] = _stored(tmp_path / name / DB_FILENAME, [f.id for f in facts])
+        inserts[name] = {s.split(") VALUES")[0] for s in seen if s.startswith("INSERT INTO facts (")}
+    assert len(stores["plain"]) == 120 and stores["plain"] == stores["full"]
+    assert inserts["plain"] == {_SHORT} and inserts["full"] != {_SHORT}

@@ -29,16 +29,18 @@ CONFLICT = "the fact was revised or forgotten by another writer meanwhile; nothi
 class NewFacts(list[Fact]):
     """The facts of one bulk write as the engine made them (``MemoryCore._new_facts``), with the columns it
     made them of: plain new facts (no equivalents, never accessed, full weight, live, unpinned) of one
-    agent, label and provenance, whose ids and texts are ``ids`` and ``texts`` in order, the first created
-    at ``created`` and each next one a microsecond later (``accessed_at`` equal to ``created_at``). A store
-    may build its rows from these columns instead of reading every model back: the models hold exactly
-    these values. Any other use of the list is a list of those facts."""
+    agent, label and provenance, whose ids and texts are ``ids`` and ``texts`` in order, the ids consecutive
+    ULIDs from the 128-bit value ``first_id`` on (``ids.new_ulid_run``), the first created at ``created``
+    and each next one a microsecond later (``accessed_at`` equal to ``created_at``). A store may build its
+    rows from these columns instead of reading every model back: the models hold exactly these values. Any
+    other use of the list is a list of those facts."""
 
-    __slots__ = ("agent_id", "confidence", "created", "ids", "provenance", "texts")
+    __slots__ = ("agent_id", "confidence", "created", "first_id", "ids", "provenance", "texts")
 
     agent_id: str
     confidence: str
     created: datetime
+    first_id: int
     ids: Sequence[str]
     provenance: Provenance
     texts: Sequence[str]

@@ -14,7 +14,6 @@ from graymatter.store.rows import CONFLICT, EMBED_DONE, aligned_vectors, embed_s
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.decay import HOUR_US, lower_marks
 from graymatter.store.sqlite.inserts import (
-    FULL_SHARED,
     INSERT_FACT,
     full_rows,
     insert_keyword_only,
@@ -78,7 +77,7 @@ def _insert_full(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[
     """Every fact by the full insert, with the given embedding states."""
     keys = fact_keys([f.id for f in facts])
     codes = agent_codes(c, (f.agent_id for f in facts))
-    insert_rows(c, full_rows(facts, keys, codes, states), INSERT_FACT, FULL_SHARED)
+    insert_rows(c, full_rows(facts, keys, codes, states), INSERT_FACT, ())
 
 
 def _unknown(c: sqlite3.Connection, facts: Sequence[Fact]) -> list[Fact]:

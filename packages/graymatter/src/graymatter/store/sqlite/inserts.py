@@ -32,17 +32,19 @@ INSERT_FACT = (
 )
 """A fact's row in schema 9 (``store.rows.FACT_COLUMNS`` order: the id as stored, the agent's code, the
 kind's code, then the embedding state)."""
-FULL_SHARED = (1, 3, 4, 9, 10, 11, 12, 13, 14)
-"""The columns of :data:`INSERT_FACT` a batch's rows mostly share (agent, kind, equivalents, tombstone,
-pin, label, provenance, embedding state): bound once per statement where they agree (an import's)."""
 INSERT_PLAIN = (
-    "INSERT INTO facts (id, agent, text, created_at, accessed_at, confidence, provenance) "
-    f"VALUES ({placeholders(7)})"
+    "INSERT INTO facts (id, agent, text, created_at, accessed_at, access_count, confidence, provenance) "
+    f"VALUES ({placeholders(8)})"
 )
-"""A plain new fact's row: the other columns take their defaults (half the parameters of the full insert,
-a microsecond less per fact)."""
-PLAIN_SHARED = (1, 4, 5, 6)
-"""The columns of :data:`INSERT_PLAIN` a bulk write's rows share (agent, last access, label, provenance)."""
+"""A plain fact's row (a live fact at full weight, unpinned, without equivalents or vector: what a bulk
+write makes, and most of what an import brings, accessed or not): the other columns take their defaults
+(half the parameters of the full insert, a microsecond less per fact)."""
+PLAIN_SHARED = (1, 6, 7)
+"""The columns of :data:`INSERT_PLAIN` a batch's rows mostly share (agent, label, provenance), bound once per
+statement where they agree."""
+NEW_SHARED = (1, 4, 5, 6, 7)
+"""The columns of :data:`INSERT_PLAIN` every row of a bulk write shares (agent, last access, access count,
+label, provenance)."""
 _INDEX_NEW = (
     "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND "
     + LIVE_SQL.format(row="")
@@ -119,16 +121,16 @@ def full_rows(
 def plain_rows(
     facts: Sequence[Fact], keys: Sequence[Any], codes: dict[str, int]
 ) -> list[tuple[Any, ...]] | None:
-    """The :data:`INSERT_PLAIN` parameters of a batch of plain new facts (every other column at its
-    default: no equivalents, never accessed, full weight, live, unpinned, no vector), else ``None``. One
-    pass: a provenance object shared with the previous fact (a bulk write's) is not looked up again."""
+    """The :data:`INSERT_PLAIN` parameters of a batch of plain facts (every other column at its default:
+    no equivalents, full weight, live, unpinned, no vector), else ``None``. One pass: a provenance object
+    shared with the previous fact is not looked up again."""
     rows: list[tuple[Any, ...]] = []
     append, micros, label = rows.append, to_micros, stored_label
     by_value: dict[tuple[Any, ...], str] = {_DEFAULT_PROVENANCE: ""}
     last: Provenance | None = None
     stored = ""
     for f, key in zip(facts, keys, strict=True):
-        if f.kind != "fact" or f.equivalents or f.access_count or f.weight != 1.0:
+        if f.kind != "fact" or f.equivalents or f.weight != 1.0:
             return None
         if f.superseded_by is not None or f.pinned or f.pinned_at is not None:
             return None
@@ -137,7 +139,8 @@ def plain_rows(
             stored = provenance_text(last, by_value)
         created = f.created_at
         accessed = AS_CREATED if f.accessed_at == created else micros(f.accessed_at)
-        append((key, codes[f.agent_id], f.text, micros(created), accessed, label(f.confidence), stored))
+        count, label_ = f.access_count, label(f.confidence)
+        append((key, codes[f.agent_id], f.text, micros(created), accessed, count, label_, stored))
     return rows
 
 
@@ -174,7 +177,7 @@ def insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     if plain is not None:
         insert_rows(c, plain, INSERT_PLAIN, PLAIN_SHARED)
     else:
-        insert_rows(c, full_rows(facts, keys, codes, [0] * len(facts)), INSERT_FACT, FULL_SHARED)
+        insert_rows(c, full_rows(facts, keys, codes, [0] * len(facts)), INSERT_FACT, ())
 
 
 def insert_new(c: sqlite3.Connection, facts: NewFacts) -> None:
@@ -186,10 +189,13 @@ def insert_new(c: sqlite3.Connection, facts: NewFacts) -> None:
     shared = (
         agent_code(c, facts.agent_id),
         AS_CREATED,
+        0,
         stored_label(facts.confidence),
         provenance_text(facts.provenance, {_DEFAULT_PROVENANCE: ""}),
     )
-    own = list(zip(fact_keys(facts.ids), facts.texts, range(first, first + len(facts)), strict=True))
+    count, start = len(facts), facts.first_id
+    keys = [key.to_bytes(16, "big") for key in range(start, start + count)]  # keys.fact_key of each id
+    own = list(zip(keys, facts.texts, range(first, first + count), strict=True))
     last, settled = c.execute(_MARKS).fetchone()
-    execute_split(c, INSERT_PLAIN, PLAIN_SHARED, shared, own)
+    execute_split(c, INSERT_PLAIN, NEW_SHARED, shared, own)
     _full_text(c, last, len(own), settled)
