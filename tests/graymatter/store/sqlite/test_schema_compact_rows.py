@@ -17,6 +17,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,9 @@ import pytest
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.engine.embeddings import HashingEmbedder
-from graymatter.ids import is_ulid, new_ulids
+from graymatter.errors import CorruptRecord
+from graymatter.ids import is_ulid, new_ulid, new_ulids
+from graymatter.models import Fact
 from graymatter.store.sqlite.keys import fact_id
 from graymatter.store.sqlite.schema import DB_FILENAME, SCHEMA_VERSION
 from graymatter.store.sqlite.store import SQLiteStore
@@ -215,3 +218,22 @@ def test_a_migration_killed_midway_leaves_the_store_as_it_was(tmp_path: Path) ->
         if midway == 2:
             break
     assert midway == 2  # two kills landed before the migration committed
+
+
+def test_agents_coded_by_another_connection_are_named_and_an_unknown_code_is_corrupt(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "s") as first, SQLiteStore(tmp_path / "s") as second:
+        early = _fact("early", "written first")
+        first.add_facts([early])
+        assert first.get_facts([early.id]) == [early]  # its names read: the first agent only
+        late = _fact("late", "written by another store on the same file")
+        second.add_facts([late])
+        assert first.get_facts([late.id]) == [late]  # a code it did not know: read again
+        second._write(lambda c: c.execute("UPDATE facts SET agent = 99 WHERE agent = 2"))  # type: ignore[attr-defined]
+        with pytest.raises(CorruptRecord, match="cannot be decoded"):
+            first.get_facts([late.id])
+        assert first.get_facts([early.id]) == [early]
+
+
+def _fact(agent: str, text: str) -> Fact:
+    moment = datetime(2026, 6, 1, tzinfo=UTC)
+    return Fact(id=new_ulid(), agent_id=agent, text=text, created_at=moment, accessed_at=moment)

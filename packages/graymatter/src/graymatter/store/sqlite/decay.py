@@ -125,4 +125,4 @@ class SQLiteDecay(SharedDecay):
         found = self._read(lambda c: work(c, False))
         if found is None:
             found = self._write(lambda c: work(c, True)) or []
-        return [DIALECT.decode_fact(r) for r in found]
+        return [self._dialect.decode_fact(r) for r in found]

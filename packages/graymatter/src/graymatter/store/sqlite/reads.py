@@ -42,7 +42,7 @@ _BY_TEXT = (
 )
 """Exact-text matches (schema 5): the settled keys, and the rows past the settled mark (``facts.py``), each
 fact read by rowid (``NOT INDEXED``: never a walk of the agent's facts)."""
-_PAGES = PageSpelling(
+PAGES = PageSpelling(
     DIALECT,
     live_source="facts INDEXED BY facts_listing",
     all_source="facts INDEXED BY facts_listing",
@@ -90,7 +90,7 @@ def _neighbour_rows(
 class SQLiteFactReads(SharedRecords, SharedListings, SQLiteConnections):
     """The fact-reading half of the SQLite store (mixed into :class:`SQLiteStore`)."""
 
-    _page_spelling = _PAGES
+    _page_spelling = PAGES
 
     def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]:
         """Rows of ``select`` (``{ids}`` = a condition "is one of ids") over ``ids``, chunked, in one read."""

@@ -213,19 +213,20 @@ _construct_fact = constructor(
 """A fact from a complete, trusted row (the hot read path), without ``model_construct``'s per-field work."""
 
 
-def decode_fact(row: Sequence[Any]) -> Fact:
-    """Decode a trusted row without re-validation (hot path); malformed rows raise CorruptRecord."""
+def decode_fact(row: Sequence[Any], agent_name: Callable[[int], str]) -> Fact:
+    """Decode a trusted row (``keys.FACT_COLUMNS``) without re-validation (hot path), its agent named by
+    ``agent_name`` (``keys.AgentNames``); malformed rows raise CorruptRecord."""
     try:
         label = row[12] or DEFAULT_LABEL
-        if row[3] not in (0, 1) or label not in CONFIDENCE_LEVELS or type(row[1]) is not str:
-            raise ValueError("unknown kind, confidence label or agent")
+        if row[3] not in (0, 1) or label not in CONFIDENCE_LEVELS:
+            raise ValueError("unknown kind or confidence label")
         equivalents = json.loads(row[4]) if row[4] else []
         if not isinstance(equivalents, list):
             raise ValueError("malformed equivalents column")
         return _construct_fact(
             {
                 "id": fact_id(row[0]),
-                "agent_id": row[1],
+                "agent_id": agent_name(row[1]),
                 "text": row[2],
                 "created_at": (created := from_micros(row[5])),
                 "accessed_at": created if row[6] == AS_CREATED else from_micros(row[6]),
@@ -244,12 +245,16 @@ def decode_fact(row: Sequence[Any]) -> Fact:
         raise CorruptRecord(f"fact {fact_id(row[0])} cannot be decoded: {type(exc).__name__}") from None
 
 
-DIALECT = Dialect(
+def _unbound(row: Sequence[Any]) -> Fact:
+    raise RuntimeError("rows are decoded by a store's own dialect, which knows its agents' names")
+
+
+DIALECT = Dialect(  # the spellings; each store decodes rows with a copy that knows its agents' names
     "?",
     "",
     to_micros,
     from_micros,
-    decode_fact,
+    _unbound,
     insertion_order="rowid",
     json_check="json_valid(state)",
     confidence=CONFIDENCE_SQL.format(row=""),

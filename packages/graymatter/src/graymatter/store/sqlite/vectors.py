@@ -12,9 +12,10 @@ from graymatter.errors import CorruptRecord
 from graymatter.models import Fact
 from graymatter.numeric import load_numpy
 from graymatter.store.base import Confidences, ScoredId, Vector
+from graymatter.store.rows import Dialect
 from graymatter.store.sqlite.connection import SQLiteConnections
 from graymatter.store.sqlite.keys import FACT_COLUMNS, LIVE_SQL, fact_id, fact_key
-from graymatter.store.sqlite.rows import chunks, decode_fact, placeholders
+from graymatter.store.sqlite.rows import chunks, placeholders
 
 
 class VectorCache:
@@ -66,6 +67,7 @@ class SQLiteVectors(SQLiteConnections):
 
     _vector_cache: dict[str, VectorCache]
     _vector_lock: threading.Lock
+    _dialect: Dialect
 
     def embedding_model(self) -> str | None:
         """The model id the stored vectors were made with, or ``None``."""
@@ -106,7 +108,7 @@ class SQLiteVectors(SQLiteConnections):
                 ).fetchone()
                 if row is None:
                     continue
-                fact = decode_fact(row[1:])
+                fact = self._dialect.decode_fact(row[1:])
                 put_vector(c, row[0], fact, vector)
                 c.execute("UPDATE facts SET embed_state = 2 WHERE rowid = ?", (row[0],))
                 agents.add(fact.agent_id)
