@@ -42,12 +42,15 @@ ROUNDS = 3
 BATCH = 1_000
 AGENT = "scale-agent"  # recall_scale's agent: 11 characters in every schema-8 row and listing entry
 EPOCH_US = 1_796_168_101_689_811
-SHARED = (1, 4, 5, 6)
-"""The columns every plain row of a bulk write shares (agent, last access, label, provenance), as the store
-binds them."""
+SHARED = (1, 4, 5, 6, 7)
+"""The columns every plain row of a bulk write shares (agent, last access, access count, label, provenance),
+as the store binds them."""
 PARTIAL = ("facts_session", "facts_decay_due", "facts_retired")
 
-_PLAIN = "INSERT INTO facts (id, {agent}, text, created_at, accessed_at, confidence, provenance) VALUES "
+_PLAIN = (
+    "INSERT INTO facts (id, {agent}, text, created_at, accessed_at, access_count, confidence, provenance) "
+    "VALUES "
+)
 _INDEX = "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND {live}"
 
 
@@ -110,7 +113,7 @@ def _rows(texts: list[str], start: int, compact: bool) -> list[tuple[Any, ...]]:
         moment = EPOCH_US + start + offset
         key = (moment << 64 | int.from_bytes(os.urandom(8), "big")).to_bytes(16, "big")
         fact_id, agent = (key, 1) if compact else (key.hex()[:26].upper(), AGENT)
-        rows.append((fact_id, agent, text, moment, 0, "", ""))
+        rows.append((fact_id, agent, text, moment, 0, 0, "", ""))
     return rows
 
 
@@ -119,7 +122,7 @@ def _write(db: Path, texts: list[str], compact: bool, full_text: bool) -> float:
     schema 9's rows, else schema 8's)."""
     from graymatter.store.sqlite.rows import execute_rows
 
-    insert = _PLAIN.format(agent="agent" if compact else "agent_id") + "(?, ?, ?, ?, ?, ?, ?)"
+    insert = _PLAIN.format(agent="agent" if compact else "agent_id") + "(?, ?, ?, ?, ?, ?, ?, ?)"
     index = _INDEX.format(live=f"kind = {0 if compact else repr('fact')} AND superseded_by IS NULL")
     conn = _connect(db)
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -130,7 +133,7 @@ def _write(db: Path, texts: list[str], compact: bool, full_text: bool) -> float:
             began = time.process_time()
             conn.execute("BEGIN IMMEDIATE")
             last = conn.execute("SELECT coalesce(max(rowid), 0) FROM facts").fetchone()[0]
-            execute_rows(conn, insert, rows, SHARED)
+            execute_rows(conn, insert, rows, (SHARED,))
             if full_text:
                 conn.execute(index, (last,))
             conn.execute("COMMIT")

@@ -11,6 +11,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 from graymatter.models import Fact, Provenance
@@ -39,12 +40,12 @@ INSERT_PLAIN = (
 """A plain fact's row (a live fact at full weight, unpinned, without equivalents or vector: what a bulk
 write makes, and most of what an import brings, accessed or not): the other columns take their defaults
 (half the parameters of the full insert, a microsecond less per fact)."""
-PLAIN_SHARED = (1, 6, 7)
-"""The columns of :data:`INSERT_PLAIN` a batch's rows mostly share (agent, label, provenance), bound once per
-statement where they agree."""
 NEW_SHARED = (1, 4, 5, 6, 7)
 """The columns of :data:`INSERT_PLAIN` every row of a bulk write shares (agent, last access, access count,
 label, provenance)."""
+PLAIN_SHARED = (NEW_SHARED, (1, 6, 7))
+"""The columns of :data:`INSERT_PLAIN` a batch's rows may share, the widest first: those of never-accessed
+facts (a bulk write's, an export of them), else agent, label and provenance (facts a recall touched)."""
 _INDEX_NEW = (
     "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND "
     + LIVE_SQL.format(row="")
@@ -62,6 +63,7 @@ SETTLE = (
 """The exact-text keys of the facts past the settled mark, in key order (schema 6; since schema 7 hashed here,
 not stored in the row)."""
 
+_ID, _AGENT = attrgetter("id"), attrgetter("agent_id")
 _DEFAULT_PROVENANCE = tuple(Provenance.model_construct().__dict__.values())
 """Every field of the default provenance, in field order (what :func:`provenances` keys a value by)."""
 
@@ -154,7 +156,7 @@ def _full_text(c: sqlite3.Connection, last: int, count: int, settled: Any) -> No
 
 
 def insert_rows(
-    c: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], insert: str, shared: tuple[int, ...]
+    c: sqlite3.Connection, rows: Sequence[tuple[Any, ...]], insert: str, shared: Sequence[tuple[int, ...]]
 ) -> None:
     """Insert fact rows (``rows.execute_rows`` of ``insert``, ``shared`` columns bound once where they agree)
     and their full-text entries with one statement; settle the exact-text keys when due."""
@@ -171,8 +173,8 @@ def insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     if type(facts) is NewFacts:
         insert_new(c, facts)
         return
-    keys = fact_keys([f.id for f in facts])
-    codes = agent_codes(c, (f.agent_id for f in facts))
+    keys = fact_keys(list(map(_ID, facts)))
+    codes = agent_codes(c, map(_AGENT, facts))
     plain = plain_rows(facts, keys, codes)
     if plain is not None:
         insert_rows(c, plain, INSERT_PLAIN, PLAIN_SHARED)
