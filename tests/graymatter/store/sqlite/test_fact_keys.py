@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from graymatter import ids
 from graymatter.ids import is_ulid, new_ulid, new_ulid_run, new_ulids
 from graymatter.store.sqlite import keys
-from graymatter.store.sqlite.keys import fact_id, fact_key, fact_keys
+from graymatter.store.sqlite.keys import bulk_keys, fact_id, fact_key, fact_keys
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 ulids = st.builds(
@@ -59,7 +59,11 @@ def test_stored_ulids_sort_as_their_texts(ids: list[str]) -> None:
 @given(st.one_of(st.lists(any_ids, max_size=12), st.lists(any_ids, min_size=keys.BATCH_KEYS, max_size=40)))
 def test_a_batch_is_stored_as_each_id_alone(ids: list[str]) -> None:
     assert fact_keys(ids) == [fact_key(i) for i in ids]
+    assert [type(k) for k in fact_keys(ids)] == [type(fact_key(i)) for i in ids]
     assert [fact_id(k) for k in fact_keys(ids)] == ids
+    bound = bulk_keys(ids)  # what a bulk insert binds: the same values, a ULID's bytes in a bytearray
+    assert bound == fact_keys(ids)
+    assert [type(k) for k in bound] == [bytearray if isinstance(fact_key(i), bytes) else str for i in ids]
 
 
 def test_the_ids_graymatter_makes_are_all_stored_in_16_bytes() -> None:

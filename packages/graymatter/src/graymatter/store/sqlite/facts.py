@@ -19,7 +19,7 @@ from graymatter.store.sqlite.inserts import (
     insert_keyword_only,
     insert_rows,
 )
-from graymatter.store.sqlite.keys import AGENT_NAME, KIND_CODES, agent_codes, fact_key, fact_keys
+from graymatter.store.sqlite.keys import AGENT_NAME, KIND_CODES, agent_codes, bulk_keys, fact_key, fact_keys
 from graymatter.store.sqlite.rows import ACCESSED_SQL, chunks, placeholders, to_micros
 from graymatter.store.sqlite.vectors import bump, current_model, put_vector
 
@@ -75,7 +75,7 @@ def _insert_facts(
 
 def _insert_full(c: sqlite3.Connection, facts: Sequence[Fact], states: Sequence[int]) -> None:
     """Every fact by the full insert, with the given embedding states."""
-    keys = fact_keys([f.id for f in facts])
+    keys = bulk_keys([f.id for f in facts])
     codes = agent_codes(c, (f.agent_id for f in facts))
     insert_rows(c, full_rows(facts, keys, codes, states), INSERT_FACT, ())
 

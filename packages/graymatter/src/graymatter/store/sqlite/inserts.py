@@ -16,7 +16,7 @@ from typing import Any
 
 from graymatter.models import Fact, Provenance
 from graymatter.store.rows import NewFacts
-from graymatter.store.sqlite.keys import KIND_CODES, LIVE_SQL, agent_code, agent_codes, fact_keys
+from graymatter.store.sqlite.keys import KIND_CODES, LIVE_SQL, agent_code, agent_codes, bulk_keys
 from graymatter.store.sqlite.rows import (
     AS_CREATED,
     TEXT_HASH_SQL,
@@ -173,7 +173,7 @@ def insert_keyword_only(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     if type(facts) is NewFacts:
         insert_new(c, facts)
         return
-    keys = fact_keys(list(map(_ID, facts)))
+    keys = bulk_keys(list(map(_ID, facts)))
     codes = agent_codes(c, map(_AGENT, facts))
     plain = plain_rows(facts, keys, codes)
     if plain is not None:
@@ -196,7 +196,7 @@ def insert_new(c: sqlite3.Connection, facts: NewFacts) -> None:
         provenance_text(facts.provenance, {_DEFAULT_PROVENANCE: ""}),
     )
     count, start = len(facts), facts.first_id
-    keys = [key.to_bytes(16, "big") for key in range(start, start + count)]  # keys.fact_key of each id
+    keys = [bytearray(key.to_bytes(16, "big")) for key in range(start, start + count)]  # keys.bulk_keys
     own = list(zip(keys, facts.texts, range(first, first + count), strict=True))
     last, settled = c.execute(_MARKS).fetchone()
     execute_split(c, INSERT_PLAIN, NEW_SHARED, shared, own)
