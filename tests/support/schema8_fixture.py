@@ -13,7 +13,8 @@ two agents, labels, a CLI provenance, a revision, a forgotten fact, a pin, an al
 checkpoint, an import of old facts with ids that are no ULIDs or a lower-case one, a tombstone chain, a
 decay cycle, recalls that recorded accesses) and ``schema8-vectors.db.gz`` (the same kind of facts with
 vectors of the deterministic hashing embedder). ``schema8-answers.json.gz`` holds the answers: every reading
-method the test calls, in the order it calls them, and the recall results with their scores.
+method the test calls, in the order it calls them, the store's candidate searches with their scores
+included (recall's own ranking, which changes with retrieval work, is compared in ADR 0011 instead).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.engine.embeddings import HashingEmbedder
 from graymatter.engine.memory_core import MemoryCore
-from graymatter.models import RecallExplanation
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 AGENTS = ("support-bot", "ops", "__shared__", "legacy")
@@ -169,19 +169,12 @@ def _dump(value: Any) -> Any:
     return value
 
 
-def _receipt(hit: RecallExplanation) -> list[Any]:
-    """What a recall answered of one fact that does not depend on the moment it was asked (no age)."""
-    ranks = hit.ranks
-    head = [hit.id, hit.score, hit.relevance, ranks.keyword_rank, ranks.vector_rank, ranks.recency_rank]
-    return [*head, ranks.fused_score, hit.keyword_source, hit.keyword_context_from, hit.supersedes]
-
-
 def _cursor(before: tuple[datetime, str] | None) -> list[str] | None:
     return None if before is None else [before[0].isoformat(), before[1]]
 
 
 def answers(memory: MemoryCore) -> dict[str, Any]:
-    """Everything the test compares, read in a fixed order (recalls last: they record accesses)."""
+    """Everything the test compares, read in a fixed order."""
     assert isinstance(memory, Memory)
     store = memory.store
     out: dict[str, Any] = {}
@@ -211,11 +204,29 @@ def answers(memory: MemoryCore) -> dict[str, Any]:
         out[f"supersedes:{agent}"] = store.supersedes(ids)
         out[f"rank-info:{agent}"] = {k: [v[0].isoformat(), v[1]] for k, v in store.rank_info(ids).items()}
         out[f"decay-due:{agent}"] = [f.id for f in store.decay_due(agent, NOW, NOW - timedelta(hours=1), 50)]
-    for agent in ("support-bot", "ops", "legacy"):
-        for scope in ("agent", "all"):
-            for query in QUERIES:
-                hits = memory.recall_explain(agent, query, top_k=10, scope=scope)
-                out[f"recall:{agent}:{scope}:{query}"] = [_receipt(h) for h in hits]
+    out.update(_searches(memory))
+    return out
+
+
+def _searches(memory: Memory) -> dict[str, Any]:
+    """The store's candidate searches for every query: keyword matches with FTS5's scores, the newest live
+    facts, vector neighbours with their similarities (a store with vectors), document frequencies. The
+    store's answers, not recall's: they do not change when recall's ranking does."""
+    store, out = memory.store, {}
+    embedder = memory._embeddings.embedder
+    for agents in (["support-bot"], ["ops"], ["legacy"], ["support-bot", "__shared__"]):
+        for query in QUERIES:
+            terms = query.split()
+            for labels in (None, ["verified"]):
+                hits = store.keyword_search(agents, terms, 25, labels)
+                out[f"keyword:{agents}:{query}:{labels}"] = [[h.fact_id, h.score] for h in hits]
+            if embedder is not None and memory.embedding_model is not None:
+                vector = embedder.embed([query])[0]
+                hits = store.vector_search(agents, vector, memory.embedding_model, 25)
+                out[f"vector:{agents}:{query}"] = [[h.fact_id, h.score] for h in hits]
+        out[f"recent:{agents}"] = store.recent(agents, 40, ["verified", "inferred"])
+    words = sorted({word for query in QUERIES for word in query.split()})
+    out["document-frequencies"] = store.document_frequencies(words)
     return out
 
 

@@ -3,8 +3,9 @@
 The stores in ``data/`` were written by graymatter at schema 8, and ``data/schema8-answers.json.gz`` holds
 what it answered from them (``support/schema8_fixture.py`` made both). A copy migrated by this version must
 answer exactly the same: the export, every page and cursor, listings, text lookups, neighbours, statistics,
-decay, and every recall with its scores, ranks and order. A migration killed midway must leave the file as
-it was, or migrated whole.
+decay, and the store's candidate searches (keyword matches with FTS5's scores, vector neighbours with their
+similarities, the newest facts, document frequencies). A migration killed midway must leave the file as it
+was, or migrated whole.
 """
 
 from __future__ import annotations
