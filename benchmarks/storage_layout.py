@@ -1,4 +1,4 @@
-"""What the SQLite layout itself costs per fact, and what a redesign of it would buy (issue 13).
+"""What the SQLite layout itself costs per fact, beside FTS5 and beside the layout before it (issue 13).
 
 ``recall_scale`` times the whole write path (Python included) against FTS5. This benchmark times only
 the SQL of a bulk write, so the layout's share is seen apart from the Python around it: batches of 1,000
@@ -9,11 +9,12 @@ interleaved rounds) and bytes per fact after a checkpoint.
 
 Layouts, each built in an empty directory:
 
-* **schema now**: created by :class:`SQLiteStore` itself, so it is exactly what a new store has;
-* the same without the listing index, without the four partial indexes, and without the full-text entry
+* **schema 9 (now)**: created by :class:`SQLiteStore` itself, so it is exactly what a new store has: a
+  ULID id in 16 bytes, the agent as an integer code, the kind as 0 / 1 (docs/decisions/0011, schema 9);
+* the same without the listing index, without the three partial indexes, and without the full-text entry
   (the row and its id index alone): where the time goes;
-* **candidate**: the same schema with a 16-byte binary id, an integer agent code (a small ``agents``
-  table) and the fact kind stored empty, the three levers ADR 0011 names for bytes;
+* **schema 8 (before)**: the store's migrations 1 to 8 applied to an empty file, the layout every store had
+  before schema 9 (the id in 26 characters, the agent's name, the kind as a word) with its indexes;
 * **FTS5**: ``recall_scale``'s baseline itself (its ``_grow_fts``), one ``executemany`` per batch into an
   FTS5 table holding the texts.
 """
@@ -39,19 +40,18 @@ SIZES = (1_000, 10_000, 100_000)
 SIZES_QUICK = (1_000, 5_000)
 ROUNDS = 3
 BATCH = 1_000
-AGENT = "scale-agent"  # recall_scale's agent: the same 11 characters in every row and listing entry
+AGENT = "scale-agent"  # recall_scale's agent: 11 characters in every schema-8 row and listing entry
 EPOCH_US = 1_796_168_101_689_811
-SHARED = (1, 4, 5, 6)
-"""The columns every plain row of a bulk write shares (agent, last access, label, provenance), as the store
-binds them."""
-PARTIAL = ("facts_session", "facts_decay_due", "facts_pending", "facts_superseded_by")
+SHARED = (1, 4, 5, 6, 7)
+"""The columns every plain row of a bulk write shares (agent, last access, access count, label, provenance),
+as the store binds them."""
+PARTIAL = ("facts_session", "facts_decay_due", "facts_retired")
 
-_PLAIN = "INSERT INTO facts (id, {agent}, text, created_at, accessed_at, confidence, provenance) VALUES "
-_INDEX = "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND {live}"
-_CANDIDATE_EDITS = (
-    ("id TEXT NOT NULL UNIQUE, agent_id TEXT NOT NULL,", "id BLOB NOT NULL UNIQUE, agent INTEGER NOT NULL,"),
-    ("kind TEXT NOT NULL DEFAULT 'fact'", "kind TEXT NOT NULL DEFAULT ''"),
+_PLAIN = (
+    "INSERT INTO facts (id, {agent}, text, created_at, accessed_at, access_count, confidence, provenance) "
+    "VALUES "
 )
+_INDEX = "INSERT INTO facts_fts(rowid, text) SELECT rowid, text FROM facts WHERE rowid > ? AND {live}"
 
 
 def _hash(text: str) -> int:
@@ -85,70 +85,55 @@ def _without(drop: tuple[str, ...]) -> Callable[[Path], Path]:
     return build
 
 
-def _candidate_sql(kind: str, name: str, sql: str) -> str:
-    """One object of the store's schema rewritten for the candidate layout; a rewrite that no longer
-    applies (the store's DDL changed) raises rather than measure the wrong layout."""
-    if name == "facts":
-        for old, new in _CANDIDATE_EDITS:
-            if old not in " ".join(sql.split()):
-                raise RuntimeError(f"the facts table no longer has {old!r}: update _CANDIDATE_EDITS")
-            sql = " ".join(sql.split()).replace(old, new)
-        return sql
-    if kind == "index" and "agent_id" in sql and sql.split(" ON ")[1].startswith("facts("):
-        sql = sql.replace("agent_id", "agent")
-    return sql.replace("kind = 'fact'", "kind = ''")
+def _schema8(directory: Path) -> Path:
+    """An empty file with the store's migrations 1 to 8 applied: the layout before schema 9."""
+    from graymatter.store.sqlite.schema import _MIGRATIONS
 
-
-def _candidate(directory: Path) -> Path:
-    source = _connect(_store_schema(directory / "source"))
-    try:
-        objects = source.execute(
-            "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'facts_fts_%' "
-            "AND type != 'trigger' ORDER BY rowid"
-        ).fetchall()
-        triggers = source.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'").fetchall()
-    finally:
-        source.close()
-    db = directory / "candidate.db"
+    directory.mkdir(parents=True)
+    db = directory / "graymatter.db"
     conn = _connect(db)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("CREATE TABLE agents (code INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)")
-        conn.execute("INSERT INTO agents (id) VALUES (?)", (AGENT,))
-        for kind, name, sql in [*objects, *[("trigger", n, s) for n, s in triggers]]:
-            conn.execute(_candidate_sql(kind, name, sql))
+        conn.execute("BEGIN")
+        for version in range(1, 9):
+            for statement in _MIGRATIONS[version]:
+                conn.execute(statement)
+        conn.execute("PRAGMA user_version = 8")
+        conn.execute("COMMIT")
     finally:
         conn.close()
     return db
 
 
-def _rows(texts: list[str], start: int, binary: bool) -> list[tuple[Any, ...]]:
-    """Plain new facts as the store writes them (time-ordered ids, never accessed, default labels)."""
+def _rows(texts: list[str], start: int, compact: bool) -> list[tuple[Any, ...]]:
+    """Plain new facts as the store writes them (time-ordered ids, never accessed, default labels): in
+    schema 9 the id's 16 bytes and the agent's code, in schema 8 the id's 26 characters and the name."""
     rows: list[tuple[Any, ...]] = []
     for offset, text in enumerate(texts):
         moment = EPOCH_US + start + offset
         key = (moment << 64 | int.from_bytes(os.urandom(8), "big")).to_bytes(16, "big")
-        fact_id, agent = (key, 1) if binary else (key.hex()[:26].upper(), AGENT)
-        rows.append((fact_id, agent, text, moment, 0, "", ""))
+        fact_id, agent = (key, 1) if compact else (key.hex()[:26].upper(), AGENT)
+        rows.append((fact_id, agent, text, moment, 0, 0, "", ""))
     return rows
 
 
-def _write(db: Path, texts: list[str], candidate: bool, full_text: bool) -> float:
-    """CPU microseconds per fact of the store's bulk statements over ``texts``, batch by batch."""
+def _write(db: Path, texts: list[str], compact: bool, full_text: bool) -> float:
+    """CPU microseconds per fact of the store's bulk statements over ``texts``, batch by batch (``compact``:
+    schema 9's rows, else schema 8's)."""
     from graymatter.store.sqlite.rows import execute_rows
 
-    insert = _PLAIN.format(agent="agent" if candidate else "agent_id") + "(?, ?, ?, ?, ?, ?, ?)"
-    index = _INDEX.format(live=f"kind = {'' if candidate else 'fact'!r} AND superseded_by IS NULL")
+    insert = _PLAIN.format(agent="agent" if compact else "agent_id") + "(?, ?, ?, ?, ?, ?, ?, ?)"
+    index = _INDEX.format(live=f"kind = {0 if compact else repr('fact')} AND superseded_by IS NULL")
     conn = _connect(db)
     conn.execute("PRAGMA synchronous = NORMAL")
     cpu = 0.0
     try:
         for start, batch in zip(range(0, len(texts), BATCH), iter_batches(texts, BATCH), strict=True):
-            rows = _rows(batch, start, candidate)
+            rows = _rows(batch, start, compact)
             began = time.process_time()
             conn.execute("BEGIN IMMEDIATE")
             last = conn.execute("SELECT coalesce(max(rowid), 0) FROM facts").fetchone()[0]
-            execute_rows(conn, insert, rows, SHARED)
+            execute_rows(conn, insert, rows, (SHARED,))
             if full_text:
                 conn.execute(index, (last,))
             conn.execute("COMMIT")
@@ -160,13 +145,13 @@ def _write(db: Path, texts: list[str], candidate: bool, full_text: bool) -> floa
 
 
 LAYOUTS: dict[str, tuple[Callable[[Path], Path], bool, bool]] = {
-    "schema now": (_store_schema, False, True),
-    "  without the listing index": (_without(("facts_listing",)), False, True),
-    "  without the partial indexes": (_without(PARTIAL), False, True),
-    "  row and id index only": (_without(("facts_listing", *PARTIAL)), False, False),
-    "candidate: binary id, agent code, kind empty": (_candidate, True, True),
+    "schema 9 (now)": (_store_schema, True, True),
+    "  without the listing index": (_without(("facts_listing",)), True, True),
+    "  without the partial indexes": (_without(PARTIAL), True, True),
+    "  row and id index only": (_without(("facts_listing", *PARTIAL)), True, False),
+    "schema 8 (before)": (_schema8, False, True),
 }
-"""Name -> (build the empty database, candidate statements?, write full-text entries?)."""
+"""Name -> (build the empty database, schema 9's rows?, write full-text entries?)."""
 
 
 def _measure(size: int) -> dict[str, dict[str, float]]:
@@ -174,11 +159,11 @@ def _measure(size: int) -> dict[str, dict[str, float]]:
     cpu: dict[str, list[float]] = {name: [] for name in [*LAYOUTS, "FTS5"]}
     size_of: dict[str, float] = {}
     for _ in range(ROUNDS):  # interleaved: every layout once per round
-        for name, (build, candidate, full_text) in LAYOUTS.items():
+        for name, (build, compact, full_text) in LAYOUTS.items():
             work = Path(tempfile.mkdtemp(prefix="gm-layout-"))
             try:
                 db = build(work / "store")
-                cpu[name].append(_write(db, texts, candidate, full_text))
+                cpu[name].append(_write(db, texts, compact, full_text))
                 size_of[name] = db.stat().st_size / size
             finally:
                 shutil.rmtree(work)

@@ -1,5 +1,5 @@
-"""benchmarks/storage_layout.py measures the layouts it names: the store's own schema, and a candidate
-that differs from it exactly in the three levers (binary id, agent code, empty fact kind)."""
+"""benchmarks/storage_layout.py measures the layouts it names: the store's own schema (9), parts of it, and
+schema 8 as the migrations built it."""
 
 from __future__ import annotations
 
@@ -19,34 +19,34 @@ def _columns(db: Path) -> dict[str, tuple[str, str | None]]:
         conn.close()
 
 
-def _facts_indexes(db: Path) -> dict[str, str]:
+def _facts_indexes(db: Path) -> set[str]:
     conn = sqlite3.connect(db)
     try:
-        rows = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'facts'")
-        return {str(name): str(sql) for name, sql in rows if sql}
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'facts'")
+        return {str(name) for (name,) in rows}
     finally:
         conn.close()
 
 
-def test_the_candidate_differs_from_the_store_schema_only_in_the_three_levers(tmp_path: Path) -> None:
+def test_the_layouts_are_schema_9_and_schema_8_as_the_store_builds_them(tmp_path: Path) -> None:
     now = storage_layout._store_schema(tmp_path / "now")
-    candidate = storage_layout._candidate(tmp_path / "candidate")
-    before, after = _columns(now), _columns(candidate)
-    assert before.pop("id") == ("TEXT", None) and after.pop("id") == ("BLOB", None)
-    assert before.pop("agent_id") == ("TEXT", None) and after.pop("agent") == ("INTEGER", None)
-    assert before.pop("kind") == ("TEXT", "'fact'") and after.pop("kind") == ("TEXT", "''")
-    assert before == after
-    indexes = _facts_indexes(candidate)
-    assert indexes.keys() == _facts_indexes(now).keys()
-    assert not any("agent_id" in sql or "'fact'" in sql for sql in indexes.values())
+    before = storage_layout._schema8(tmp_path / "before")
+    new, old = _columns(now), _columns(before)
+    assert new.pop("id") == ("BLOB", None) and old.pop("id") == ("TEXT", None)
+    assert new.pop("agent") == ("INTEGER", None) and old.pop("agent_id") == ("TEXT", None)
+    assert new.pop("kind") == ("INTEGER", "0") and old.pop("kind") == ("TEXT", "'fact'")
+    assert old.pop("text_hash") == ("INTEGER", None)
+    assert {k: v[0] for k, v in new.items()} == {k: v[0] for k, v in old.items()}
+    assert {"facts_listing", *storage_layout.PARTIAL} <= _facts_indexes(now)
+    assert {"facts_listing", "facts_session", "facts_decay_due"} <= _facts_indexes(before)
 
 
-@pytest.mark.parametrize("candidate", [False, True])
-def test_each_layout_takes_every_row_and_indexes_every_live_text(tmp_path: Path, candidate: bool) -> None:
-    build = storage_layout._candidate if candidate else storage_layout._store_schema
+@pytest.mark.parametrize("compact", [False, True])
+def test_each_layout_takes_every_row_and_indexes_every_live_text(tmp_path: Path, compact: bool) -> None:
+    build = storage_layout._store_schema if compact else storage_layout._schema8
     db = build(tmp_path / "store")
     texts = [f"deploys happen on day {i}" for i in range(2_500)]
-    assert storage_layout._write(db, texts, candidate, full_text=True) > 0
+    assert storage_layout._write(db, texts, compact, full_text=True) > 0
     conn = storage_layout._connect(db)
     try:
         assert conn.execute("SELECT count(*) FROM facts").fetchone()[0] == 2_500
@@ -55,8 +55,3 @@ def test_each_layout_takes_every_row_and_indexes_every_live_text(tmp_path: Path,
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         conn.close()
-
-
-def test_a_rewrite_that_no_longer_applies_is_refused() -> None:
-    with pytest.raises(RuntimeError, match="update _CANDIDATE_EDITS"):
-        storage_layout._candidate_sql("table", "facts", "CREATE TABLE facts (rowid INTEGER PRIMARY KEY)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graymatter import ids
 from graymatter.ids import is_ulid, new_ulid, new_ulids
@@ -41,3 +43,23 @@ def test_the_bulk_encoding_is_the_one_by_one_encoding(monkeypatch: pytest.Monkey
             assert (moment, first) == (1 << 47, start)
         else:  # the random part would wrap: the next millisecond starts at zero, still increasing
             assert (moment, first) == ((1 << 47) + 1, 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.integers(0, (1 << 80) - 1),
+        st.integers(0, 1 << 60).map(lambda v: (v | 1023) - 2),  # just below a block of 1,024
+        st.integers(1, 3_000).map(lambda back: (1 << 80) - back),  # about to wrap
+    ),
+    st.integers(1, 2_500),
+)
+def test_a_run_is_its_first_value_counted_up(last_rand: int, count: int) -> None:
+    """``new_ulid_run`` (built a block of 1,024 ids at a time) gives the ids of the values from its first
+    on, whatever the random part it starts from."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ids, "_last_ms", int(time.time() * 1000) + 60_000)  # this millisecond goes on
+        patch.setattr(ids, "_last_rand", last_rand)
+        first, run = ids.new_ulid_run(count)
+    assert [_decode(i) for i in run] == list(range(first, first + count))
+    assert all(is_ulid(i) for i in run)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from graymatter import Memory
 from graymatter.retrieval.relevance import coverage, stems, word_groups
 from graymatter.retrieval.rescore import _read_stems, _time_stems, says_when, stems_among
+from graymatter.store.sqlite.keys import FACT_COLUMNS
 
 WORDS = ["deploy", "deploys", "Tuesday", "1999", "2024s", "1900s", "läuft", "naïve", "café", "running", "ran"]
 
@@ -66,8 +67,8 @@ def test_a_recall_with_evidence_reads_no_newest_facts_and_decodes_only_its_answe
     assert not [s for s in seen if "ORDER BY created_at DESC" in s]  # the newest facts are not read
     # Whole rows are read by id once, for exactly the facts it returns (the top 3: all distinct and live),
     # not for the 40 matches it re-scored: their texts and rank columns came with the matches.
-    by_id = [s for s in seen if s.startswith("SELECT id, agent_id, text") and "WHERE id IN" in s]
-    assert len(by_id) == 1 and by_id[0].count("'01") == 3
+    by_id = [s for s in seen if s.startswith(f"SELECT {FACT_COLUMNS}") and "WHERE id IN" in s]
+    assert len(by_id) == 1 and by_id[0].count("x'") == 3  # ids bound in their 16 bytes (schema 9)
     assert not [s for s in seen if s.startswith("SELECT id, text FROM facts")]
     assert not [s for s in seen if s.startswith("SELECT id, created_at, confidence FROM facts")]
     assert len([s for s in seen if "MATCH" in s]) == 2  # the terms, then the phrase "payment deploy"
@@ -125,9 +126,9 @@ def test_repeated_texts_cost_one_more_read_of_the_next_facts(memory: Memory) -> 
     seen = _statements(
         memory, lambda: hits.append([h.text for h in memory.recall("a", "payment deploy", top_k=4)])
     )
-    by_id = [s for s in seen if s.startswith("SELECT id, agent_id, text") and "WHERE id IN" in s]
+    by_id = [s for s in seen if s.startswith(f"SELECT {FACT_COLUMNS}") and "WHERE id IN" in s]
     assert len(hits[0]) == len(set(hits[0])) == 4
-    assert 1 <= len(by_id) <= 2 and all(s.count("'01") <= 4 for s in by_id)
+    assert 1 <= len(by_id) <= 2 and all(s.count("x'") <= 4 for s in by_id)
 
 
 def test_the_keyword_scores_are_the_keyword_search(memory: Memory) -> None:
@@ -154,7 +155,7 @@ def test_a_recall_over_facts_without_sessions_asks_for_no_neighbours(memory: Mem
     memory.remember_many("a", [f"deploy note {i} about the payment service" for i in range(30)])
     memory.recall("a", "payment deploy")  # warm
     seen = _statements(memory, lambda: memory.recall("a", "payment deploy", top_k=3))
-    anchors = "SELECT id, agent_id, (CASE WHEN json_valid(provenance)"  # the neighbours statement
+    anchors = "SELECT id, agent, (CASE WHEN json_valid(provenance)"  # the neighbours statement
     assert not [s for s in seen if s.startswith(anchors) or "facts_session" in s]
     memory.remember_many("a", ["we talked about the payment deploy", "it runs on Tuesdays"], session="s1")
     seen = _statements(memory, lambda: memory.recall("a", "payment deploy", top_k=40))

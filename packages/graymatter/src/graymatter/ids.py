@@ -48,9 +48,15 @@ _PAIRS = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
 def new_ulids(count: int) -> list[str]:
     """``count`` new ULIDs in increasing order, as ``count`` calls of :func:`new_ulid` in a row would give
     within one millisecond (one clock reading, consecutive random parts), encoded in bulk."""
+    return new_ulid_run(count)[1]
+
+
+def new_ulid_run(count: int) -> tuple[int, list[str]]:
+    """:func:`new_ulids`, and the 128-bit value of the first: the others are the values that follow it, one
+    by one (one millisecond, the random part counting up)."""
     global _last_ms, _last_rand
     if count <= 0:
-        return []
+        return 0, []
     ms = int(time.time() * 1000)
     with _lock:
         if ms <= _last_ms:
@@ -60,14 +66,15 @@ def new_ulids(count: int) -> list[str]:
         if first + count > 1 << 80:  # the random part would wrap: move on to the next millisecond
             ms, first = ms + 1, 0
         _last_ms, _last_rand = ms, first + count - 1
-    head_ms, pairs, out = _encode(ms, 10), _PAIRS, []
-    high, head = -1, ""
-    for rand in range(first, first + count):
-        if rand >> 20 != high:
-            high = rand >> 20
-            head = head_ms + _encode(high, 12)
-        out.append(head + pairs[(rand >> 10) & 1023] + pairs[rand & 1023])
-    return out
+    head_ms, pairs = _encode(ms, 10), _PAIRS
+    out: list[str] = []
+    rand, end = first, first + count
+    while rand < end:  # a block of ids that differ in their last two characters only (1,024 at most)
+        stop = min(end, (rand | 1023) + 1)
+        head = head_ms + _encode(rand >> 20, 12) + pairs[(rand >> 10) & 1023]
+        out.extend(map(head.__add__, pairs[rand & 1023 : ((stop - 1) & 1023) + 1]))
+        rand = stop
+    return ms << 80 | first, out
 
 
 def is_ulid(value: str) -> bool:

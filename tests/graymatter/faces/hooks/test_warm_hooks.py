@@ -32,6 +32,7 @@ import pytest
 
 from graymatter.config import MemoryConfig
 from graymatter.engine.memory import Memory
+from graymatter.store.sqlite.keys import AGENT_NAME
 from support.env import hermetic_env
 from support.warm import alive, connects, lock_pid, private_runtime, warm_server_pid, warm_socket
 
@@ -102,7 +103,7 @@ def _run_sequence(env: dict[str, str], project: Path, elsewhere: Path) -> list[t
 
 def _stored(store: Path) -> list[tuple[str, str]]:
     with sqlite3.connect(store / "graymatter.db") as conn:
-        return sorted(conn.execute("SELECT agent_id, text FROM facts").fetchall())
+        return sorted(conn.execute(f"SELECT {AGENT_NAME.format(row='')}, text FROM facts").fetchall())
 
 
 def _seen(store: Path) -> dict[str, list[str]]:

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from graymatter.store.sqlite.keys import AGENT_IS
 from support.processes import ServerProcess, auth, start_server
 
 
@@ -74,8 +75,8 @@ def _revise_while_another_writer_retires(server: ServerProcess, old: str) -> htt
     thread.start()
     thread.join(1.5)  # the server reads the live target, then waits for the write lock
     database.execute(
-        "UPDATE facts SET superseded_by = '01JTESTRETIREDBYOTHERWRITER' WHERE text = ? AND agent_id = 'race'",
-        (old,),
+        f"UPDATE facts SET superseded_by = '01JTESTRETIREDBYOTHERWRITER' WHERE text = ? AND {AGENT_IS}",
+        (old, "race"),
     )
     database.execute("COMMIT")
     database.close()

@@ -154,7 +154,7 @@ def _plan(store: Store, live: bool | None, deep: bool) -> str:
     from graymatter.store.paging import PageFilters, page_query
 
     if store.kind == "sqlite":
-        from graymatter.store.sqlite.reads import _PAGES
+        from graymatter.store.sqlite.reads import PAGES as _PAGES
 
         explain, ask = "EXPLAIN QUERY PLAN ", lambda r: str(r[3])
     else:
@@ -179,10 +179,15 @@ def test_a_page_at_any_depth_is_one_index_walk_without_a_sort(store_factory: Sto
         if store.kind == "sqlite":
             # one listing index for both walks (schema 5), carrying superseded_by, so a live walk skips
             # tombstones inside the index; since schema 7 it has no id column, so only the facts of one
-            # created-at moment (a tie) are sorted by id: the "right part" of the order, never the walk
+            # created-at moment (a tie) are sorted by id: the "right part" of the order, never the walk;
+            # since schema 9 the agent's code is one primary-key probe of meta
             for plan in (live, everything):
-                assert plan.startswith("SEARCH facts USING INDEX facts_listing (agent_id=? AND kind=?")
-                assert plan.split(" | ")[1:] == ["USE TEMP B-TREE FOR RIGHT PART OF ORDER BY"], plan
+                assert plan.startswith("SEARCH facts USING INDEX facts_listing (agent=? AND kind=?")
+                assert plan.split(" | ")[1:] == [
+                    "SCALAR SUBQUERY 1",
+                    "SEARCH meta USING PRIMARY KEY (key=?)",
+                    "USE TEMP B-TREE FOR RIGHT PART OF ORDER BY",
+                ], plan
         else:
             for plan in (live, everything):
                 assert "Index Scan Backward using gm_facts_" in plan and re.search(

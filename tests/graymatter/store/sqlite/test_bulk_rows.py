@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.models import Fact, Provenance
-from graymatter.store.sqlite import facts as sqlite_facts
+from graymatter.store.sqlite import inserts as sqlite_inserts
 from graymatter.store.sqlite import rows as sqlite_rows
-from graymatter.store.sqlite.facts import _plain_rows, _provenances
+from graymatter.store.sqlite.inserts import plain_rows
+from graymatter.store.sqlite.keys import fact_keys
 from graymatter.store.sqlite.rows import AS_CREATED, text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
 from graymatter.store.sqlite.store import SQLiteStore
@@ -43,7 +44,7 @@ def test_equal_provenances_are_serialised_once_and_stored_as_each_says(tmp_path:
         Provenance(),
     ]
     facts = [_fact(i, p) for i, p in enumerate(provenances)]
-    texts = _provenances(facts)
+    texts = sqlite_inserts.provenances(facts)
     assert len(texts) == 4 and texts[id(provenances[0])] is texts[id(provenances[1])]
     assert [texts[id(p)] for p in provenances] == [
         '{"interface":"import","client":"cli"}',
@@ -69,8 +70,9 @@ def test_the_sql_key_of_a_stored_text_is_text_hash(texts: list[str]) -> None:
     """What the settle writes (``gm_text_hash`` in SQL, schema 7) is the key lookups compute; the plain rows
     carry no key. (A lone surrogate cannot be bound to SQLite at all, so no such text is ever stored.)"""
     facts = [_fact(i, Provenance(), text or "x") for i, text in enumerate(texts)]
-    assert all(len(row) == 7 for row in _plain_rows(facts) or [()])
     with tempfile.TemporaryDirectory() as directory, SQLiteStore(directory) as store:
+        keys = fact_keys([f.id for f in facts])
+        assert all(len(row) == 8 for row in plain_rows(facts, keys, {"a": 1}) or [()])
         store.add_facts(facts)
         keys = store._write(lambda c: c.execute("SELECT gm_text_hash(text), text FROM facts").fetchall())
         assert sorted(keys) == sorted((text_hash(f.text), f.text) for f in facts)
@@ -85,7 +87,7 @@ def test_the_settled_keys_are_text_hash_of_each_stored_text(texts: list[str]) ->
     Python (``text_hash``): the same key for any storable text, NUL and every plane included."""
     facts = [_fact(i, Provenance(), text) for i, text in enumerate(texts)]
     with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as directory:
-        patch.setattr(sqlite_facts, "SETTLE_ROWS", 1)  # every write settles
+        patch.setattr(sqlite_inserts, "SETTLE_ROWS", 1)  # every write settles
         with SQLiteStore(directory) as store:
             store.add_facts(facts)
             join = "SELECT k.text_hash, f.text FROM facts_text AS k JOIN facts AS f ON f.rowid = k.fact_rowid"

@@ -9,6 +9,7 @@ from typing import Any
 
 from graymatter import Memory
 from graymatter.store.sqlite import SQLiteStore
+from graymatter.store.sqlite.keys import fact_key
 from graymatter.store.sqlite.search import _read_known, _structure
 
 SEARCHES: list[tuple[list[str], list[str], int, list[str] | None]] = [
@@ -88,7 +89,7 @@ def test_every_change_of_the_index_is_seen(memory: Memory) -> None:
     (newest,) = conn.execute("SELECT max(rowid) FROM facts").fetchone()
     conn.execute("DELETE FROM facts WHERE rowid = ?", (newest,))
     fresh = memory.remember("b", "payment kestrel reused the rowid", confidence="verified")
-    assert conn.execute("SELECT rowid FROM facts WHERE id = ?", (fresh.id,)).fetchone() == (newest,)
+    assert conn.execute("SELECT rowid FROM facts WHERE id = ?", (fact_key(fresh.id),)).fetchone() == (newest,)
     for remembered, joined in _both(store):
         assert remembered == joined
     pairs, _, texts, _ = store.keyword_scores_ranked(["b"], ["payment"], 40, ["verified"])

@@ -8,11 +8,12 @@ import sqlite3
 
 from graymatter import Memory
 from graymatter.store.sqlite import SQLiteStore
+from graymatter.store.sqlite.keys import fact_id
 
 
 def _rowids(store: SQLiteStore) -> dict[str, int]:
     conn: sqlite3.Connection = store._conn()
-    return {fid: rowid for fid, rowid in conn.execute("SELECT id, rowid FROM facts")}
+    return {fact_id(key): rowid for key, rowid in conn.execute("SELECT id, rowid FROM facts")}
 
 
 def test_a_frequent_word_is_scored_in_the_newest_facts_with_the_full_index_scores(memory: Memory) -> None:

@@ -21,12 +21,13 @@ from graymatter.config import MemoryConfig
 from graymatter.ids import new_ulid
 from graymatter.models import Fact
 from graymatter.store.sqlite import decay as sqlite_decay
-from graymatter.store.sqlite import facts as sqlite_facts
+from graymatter.store.sqlite import inserts as sqlite_inserts
 from graymatter.store.sqlite import schema
+from graymatter.store.sqlite.keys import fact_key
 from graymatter.store.sqlite.rows import at_micros, text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
 from graymatter.store.sqlite.store import SQLiteStore
-from support.old_schema import old_schema_db
+from support.old_schema import migrate_to, old_schema_db
 
 HOUR = 3_600_000_000
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
@@ -126,16 +127,7 @@ def test_schema_6_migrates_to_7_keeping_every_row_and_setting_the_marks(tmp_path
     _schema6_store(tmp_path / "s")
     db = tmp_path / "s" / DB_FILENAME
     before = _snapshot(db)
-    with SQLiteStore(tmp_path / "s") as store:
-        assert store.find_by_text("a", "fact 35 about the release train")[0].id == _ulid(35)  # unsettled
-        assert store.find_by_text("a", "fact 3 about the release train")[0].id == _ulid(3)  # settled
-        page = store.facts_page("a", before=None, limit=7, live=None)
-        rows = [r for r in _fact_rows() if r[1] == "a" and r[3] == "fact"]
-        newest = [r[0] for r in sorted(rows, key=lambda r: (r[5], r[0]), reverse=True)]  # type: ignore[return-value]
-        assert [f.id for f in page.facts] == newest[:7]
-        assert page.before is not None
-        second = store.facts_page("a", before=page.before, limit=100, live=None)  # a cursor inside a tie
-        assert [f.id for f in second.facts] == newest[7:]
+    migrate_to(db, 7)  # the rows read in schema 7's layout; the store then goes on to the current schema
     after = _snapshot(db)
     settled = [(text_hash(str(r[2])), rowid) for rowid, r in enumerate(_fact_rows(), 1) if rowid <= 30]
     assert after.pop("facts_text") == sorted(settled)  # re-keyed to 24 bits, the same facts
@@ -146,7 +138,7 @@ def test_schema_6_migrates_to_7_keeping_every_row_and_setting_the_marks(tmp_path
         objects = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE tbl_name = 'facts'")}
         listing = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_listing'").fetchone()[0]
         marks = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'decay_mark:%'").fetchall())
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA_VERSION
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         conn.close()
@@ -154,6 +146,16 @@ def test_schema_6_migrates_to_7_keeping_every_row_and_setting_the_marks(tmp_path
     assert listing.endswith("(agent_id, kind, created_at, superseded_by)")
     # a: fact 1 is its oldest never-visited unpinned fact; b: all of its facts are unvisited from 40 on
     assert marks == {"decay_mark:a": str(_T0), "decay_mark:b": str(_T0 + 20 * HOUR)}
+    with SQLiteStore(tmp_path / "s") as store:
+        assert store.find_by_text("a", "fact 35 about the release train")[0].id == _ulid(35)  # unsettled
+        assert store.find_by_text("a", "fact 3 about the release train")[0].id == _ulid(3)  # settled
+        page = store.facts_page("a", before=None, limit=7, live=None)
+        rows = [r for r in _fact_rows() if r[1] == "a" and r[3] == "fact"]
+        newest = [r[0] for r in sorted(rows, key=lambda r: (r[5], r[0]), reverse=True)]  # type: ignore[return-value]
+        assert [f.id for f in page.facts] == newest[:7]
+        assert page.before is not None
+        second = store.facts_page("a", before=page.before, limit=100, live=None)  # a cursor inside a tie
+        assert [f.id for f in second.facts] == newest[7:]
 
 
 def _expected_fresh(rows: list[tuple[object, ...]], agent: str) -> list[str]:
@@ -171,7 +173,9 @@ def test_after_the_migration_a_cycle_finds_what_the_fresh_index_found(tmp_path: 
         assert [f.id for f in found] == _expected_fresh(_fact_rows(), "a")
         recent = store.get_facts([_ulid(12)])[0]  # used a quarter of an hour ago: scheduled, not handed back
         conn = sqlite3.connect(tmp_path / "s" / DB_FILENAME)
-        due_at = conn.execute("SELECT decay_due_at FROM facts WHERE id = ?", (_ulid(12),)).fetchone()[0]
+        due_at = conn.execute(
+            "SELECT decay_due_at FROM facts WHERE id = ?", (fact_key(_ulid(12)),)
+        ).fetchone()[0]
         conn.close()
         assert at_micros(due_at) == recent.accessed_at + timedelta(hours=1)
         later = NOW + timedelta(hours=1)
@@ -203,7 +207,9 @@ def test_facts_put_behind_the_mark_are_still_found(tmp_path: Path) -> None:
         assert store.set_pinned([pinned.id], False, NOW) == [pinned.id]  # behind the mark, never visited:
         assert [f.id for f in store.decay_due("a", NOW, NOW - timedelta(hours=1), 10)] == [pinned.id]
         conn = sqlite3.connect(tmp_path / "s" / DB_FILENAME)  # due an hour after its last access, as before
-        due_at = conn.execute("SELECT decay_due_at FROM facts WHERE id = ?", (pinned.id,)).fetchone()[0]
+        due_at = conn.execute(
+            "SELECT decay_due_at FROM facts WHERE id = ?", (fact_key(pinned.id),)
+        ).fetchone()[0]
         conn.close()
         assert at_micros(due_at) == pinned.accessed_at + timedelta(hours=1)
 
@@ -249,8 +255,8 @@ def test_rows_before_and_after_the_migration_read_and_filter_alike(tmp_path: Pat
         new.append(_fact("new verified fact about the release train", NOW, confidence="verified"))
         store.add_facts(new)
         assert store.get_facts([f.id for f in new]) == new
-        raw = "SELECT confidence, accessed_at, text_hash, provenance FROM facts WHERE id = ?"
-        assert _raw(db, raw, new[0].id) == [("", 0, None, "")]
+        raw = "SELECT confidence, accessed_at, provenance FROM facts WHERE id = ?"  # no text_hash since 9
+        assert _raw(db, raw, fact_key(new[0].id)) == [("", 0, "")]
         legacy = [r for r in _fact_rows() if r[1] == "a" and r[3] == "fact" and r[8] is None]
         inferred = {str(r[0]) for r in legacy if r[11] == "inferred"} | {f.id for f in new[:3]}
         verified = {str(r[0]) for r in legacy if r[11] == "verified"} | {new[3].id}
@@ -286,7 +292,7 @@ def test_deleting_a_fact_removes_its_settled_key_hashed_in_sql(tmp_path: Path) -
     with SQLiteStore(tmp_path / "s") as store:
         fresh = [_fact(f"settled later {i}", NOW) for i in range(3)]
         store.add_facts(fresh)
-        store._write(lambda c: c.execute(sqlite_facts._SETTLE, (0,)))  # type: ignore[attr-defined]
+        store._write(lambda c: c.execute(sqlite_inserts.SETTLE, (0,)))  # type: ignore[attr-defined]
         keys = {int(r[0]): r[1] for r in _raw(db, "SELECT fact_rowid, text_hash FROM facts_text")}
         assert keys[47] == text_hash("settled later 0")
         assert store.delete_facts([_ulid(3), fresh[0].id]) == [_ulid(3), fresh[0].id]
@@ -303,7 +309,9 @@ def test_the_walk_past_the_mark_is_one_index_range_and_rows_by_rowid(tmp_path: P
     assert steps == [
         "MATERIALIZE w",
         "SEARCH facts USING COVERING INDEX facts_listing "
-        "(agent_id=? AND kind=? AND created_at>? AND created_at<?)",
+        "(agent=? AND kind=? AND created_at>? AND created_at<?)",
+        "SCALAR SUBQUERY 1",  # the agent's code (schema 9): one probe of meta
+        "SEARCH meta USING PRIMARY KEY (key=?)",
         "SCAN w",  # at most FRESH_SCAN entries, each row read by rowid
         "SEARCH f USING INTEGER PRIMARY KEY (rowid=?)",
         "USE TEMP B-TREE FOR ORDER BY",  # the window's entries, not the agent's facts

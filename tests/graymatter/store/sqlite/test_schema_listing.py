@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,10 @@ import pytest
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.models import Provenance
-from graymatter.store.sqlite import facts as sqlite_facts
+from graymatter.store.rows import NewFacts
+from graymatter.store.sqlite import inserts as sqlite_inserts
 from graymatter.store.sqlite import schema
+from graymatter.store.sqlite.keys import fact_key
 from graymatter.store.sqlite.rows import text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
 from support.old_schema import old_schema_db
@@ -24,7 +27,7 @@ _COLUMNS = (
 _COLUMNS += "text_hash"
 
 
-_SHORT = "INSERT INTO facts (id, agent_id, text, created_at, accessed_at, confidence, provenance"
+_SHORT = "INSERT INTO facts (id, agent, text, created_at, accessed_at, access_count, confidence, provenance"
 
 
 def _ulid(i: int) -> str:
@@ -104,9 +107,9 @@ def test_an_older_store_migrates_keeping_every_fact_and_every_order(tmp_path: Pa
     with sqlite3.connect(db) as conn:  # every migrated fact's exact-text key is settled
         keys = conn.execute("SELECT text_hash, fact_rowid FROM facts_text ORDER BY 2").fetchall()
         mark = conn.execute("SELECT value FROM meta WHERE key = 'text_settled'").fetchone()[0]
-        stored = conn.execute("SELECT text_hash, rowid FROM facts WHERE rowid <= 61 ORDER BY 2").fetchall()
+        texts = conn.execute("SELECT text, rowid FROM facts WHERE rowid <= 61 ORDER BY 2").fetchall()
     conn.close()
-    assert keys == stored and len(keys) == 61 and int(mark) >= 61
+    assert keys == [(text_hash(text), rowid) for text, rowid in texts] and len(keys) == 61 and int(mark) >= 61
 
 
 def test_a_fact_enters_the_row_the_full_text_index_and_two_indexes(tmp_path: Path) -> None:
@@ -142,10 +145,13 @@ def test_a_bulk_write_inserts_a_hundred_rows_a_statement_and_a_fixed_number_of_o
 ) -> None:
     config = MemoryConfig(async_consolidate=False)
     with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
+        first = _statements(memory, 1)  # the agent's first write gives it its code (schema 9)
         small, large, ragged = _statements(memory, 10), _statements(memory, 500), _statements(memory, 250)
         conn = memory.store._conn()  # type: ignore[attr-defined]
         rows = conn.execute("SELECT text FROM facts ORDER BY rowid").fetchall()
-    written = [f"note {n} {i} on the staging cluster" for n in (10, 500, 250) for i in range(n)]
+    written = [f"note {n} {i} on the staging cluster" for n in (1, 10, 500, 250) for i in range(n)]
+    codes = [s for s in first if s.startswith("INSERT INTO meta")]
+    assert len(codes) == 2 and "RETURNING" in codes[0] and "'agent_code:a', '1'" in codes[1]
     assert [r[0] for r in rows] == written  # in order, every row once
     for statements, per_statement in ((small, [1] * 10), (large, [100] * 5), (ragged, [100, 100] + [1] * 50)):
         inserts = [s for s in statements if s.startswith("INSERT INTO facts (")]
@@ -156,6 +162,7 @@ def test_a_bulk_write_inserts_a_hundred_rows_a_statement_and_a_fixed_number_of_o
             "BEGIN IMMEDIATE",
             "SELECT value FROM meta",
             "UPDATE meta SET value",  # the agent's decay mark, lowered only by an older fact (schema 7)
+            "SELECT value FROM meta",  # the agent's code (schema 9)
             "SELECT coalesce",
             "INSERT INTO facts_fts",
             "COMMIT",
@@ -173,7 +180,7 @@ def _keys(db: Path) -> tuple[list[int], int]:
 def test_text_lookups_find_facts_before_and_after_their_keys_settle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_facts, "SETTLE_ROWS", 25)
+    monkeypatch.setattr(sqlite_inserts, "SETTLE_ROWS", 25)
     db = tmp_path / "s" / DB_FILENAME
     config = MemoryConfig(async_consolidate=False)
     with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
@@ -195,7 +202,7 @@ def test_text_lookups_find_facts_before_and_after_their_keys_settle(
 def test_deleting_the_newest_fact_lowers_the_mark_so_its_rowid_can_return(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_facts, "SETTLE_ROWS", 5)
+    monkeypatch.setattr(sqlite_inserts, "SETTLE_ROWS", 5)
     db = tmp_path / "s" / DB_FILENAME
     config = MemoryConfig(async_consolidate=False)
     with Memory(tmp_path / "s", config=config, embedder=None, summariser=None) as memory:
@@ -234,29 +241,58 @@ def _stored(db: Path, ids: list[str]) -> list[tuple[object, ...]]:
         names = [str(r[1]) for r in conn.execute("PRAGMA table_info(facts)") if r[1] != "rowid"]
         columns = ", ".join(f"{n}, typeof({n})" for n in names)
         marks = ",".join("?" * len(ids))
-        rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN ({marks}) ORDER BY id", ids).fetchall()
+        keys = [fact_key(i) for i in ids]
+        rows = conn.execute(f"SELECT {columns} FROM facts WHERE id IN ({marks}) ORDER BY id", keys).fetchall()
     conn.close()
     return rows
 
 
 def test_plain_new_facts_are_stored_exactly_as_the_full_insert_stores_them(tmp_path: Path) -> None:
-    """A batch of plain new facts takes the short insert (the other columns at their defaults); a batch
-    with anything else takes the full one. Both store the same values, of the same storage classes."""
+    """A bulk write's facts take the short insert built from the columns they were made of
+    (``store.rows.NewFacts``); other plain new facts take the short insert built from the models; a batch
+    with anything else takes the full one. All store the same values, of the same storage classes (250
+    facts: two statements of a hundred rows and fifty rows one by one)."""
     with Memory(tmp_path / "x", config=MemoryConfig(), embedder=None, summariser=None) as maker:
-        facts = maker._new_facts("a", [f"plain note {i}" for i in range(5)], "verified", Provenance())
+        facts = maker._new_facts("a", [f"plain note {i}" for i in range(250)], "verified", Provenance())
         alias = maker.alias("z", "k8s", ["kubernetes"])
+    assert type(facts) is NewFacts
     stores, inserts = {}, {}
-    for name, batch in (("plain", facts), ("full", [*facts, alias]), ("import", facts)):
+    cases = (("new", facts), ("plain", list(facts)), ("full", [*facts, alias]), ("import", list(facts)))
+    for name, batch in cases:
         with Memory(tmp_path / name, config=MemoryConfig(), embedder=None, summariser=None) as memory:
             seen: list[str] = []
             memory.store._conn().set_trace_callback(seen.append)  # type: ignore[attr-defined]
             if name == "import":  # an import of plain facts takes the short insert too
-                assert memory.store.import_facts(batch) == (5, 0)
+                assert memory.store.import_facts(batch) == (250, 0)
             else:
                 memory.store.add_facts(batch)
             memory.store._conn().set_trace_callback(None)  # type: ignore[attr-defined]
         stores[name] = _stored(tmp_path / name / DB_FILENAME, [f.id for f in facts])
         inserts[name] = {s.split(") VALUES")[0] for s in seen if s.startswith("INSERT INTO facts (")}
-    assert len(stores["plain"]) == 5 and stores["plain"] == stores["full"] == stores["import"]
-    assert inserts["plain"] == inserts["import"] == {_SHORT}
+    assert len(stores["plain"]) == 250
+    assert stores["new"] == stores["plain"] == stores["full"] == stores["import"]
+    assert inserts["new"] == inserts["plain"] == inserts["import"] == {_SHORT}
     assert len(inserts["full"]) == 1 and inserts["full"] != {_SHORT}
+
+
+def test_accessed_facts_are_plain_and_stored_exactly_as_the_full_insert_stores_them(tmp_path: Path) -> None:
+    """An import of facts a recall has touched (an access count and a later last access) takes the short
+    insert too, and stores what the full insert stores."""
+    with Memory(tmp_path / "x", config=MemoryConfig(), embedder=None, summariser=None) as maker:
+        made = maker._new_facts("a", [f"plain note {i}" for i in range(120)], "inferred", Provenance())
+        alias = maker.alias("z", "k8s", ["kubernetes"])
+    later = made[0].created_at + timedelta(hours=2)
+    facts = [f.model_copy(update={"access_count": i % 3, "accessed_at": later if i % 3 else f.accessed_at})
+             for i, f in enumerate(made)]  # fmt: skip
+    stores, inserts = {}, {}
+    for name, batch in (("plain", facts), ("full", [*facts, alias])):
+        with Memory(tmp_path / name, config=MemoryConfig(), embedder=None, summariser=None) as memory:
+            seen: list[str] = []
+            memory.store._conn().set_trace_callback(seen.append)  # type: ignore[attr-defined]
+            assert memory.store.import_facts(batch)[0] == len(batch)
+            memory.store._conn().set_trace_callback(None)  # type: ignore[attr-defined]
+            assert memory.store.get_facts([f.id for f in facts]) == facts
+        stores[name] = _stored(tmp_path / name / DB_FILENAME, [f.id for f in facts])
+        inserts[name] = {s.split(") VALUES")[0] for s in seen if s.startswith("INSERT INTO facts (")}
+    assert len(stores["plain"]) == 120 and stores["plain"] == stores["full"]
+    assert inserts["plain"] == {_SHORT} and inserts["full"] != {_SHORT}

@@ -9,6 +9,7 @@ from pathlib import Path
 from graymatter import Memory
 from graymatter.config import MemoryConfig
 from graymatter.store.sqlite import schema
+from graymatter.store.sqlite.keys import LIVE_SQL, fact_key
 from graymatter.store.sqlite.rows import text_hash
 from graymatter.store.sqlite.schema import DB_FILENAME
 from support.old_schema import old_schema_db
@@ -53,9 +54,7 @@ def _indexed(db: Path, query: str) -> list[int]:
 
 def _live_rowids(db: Path) -> list[int]:
     with sqlite3.connect(db) as conn:
-        found = conn.execute(
-            f"SELECT rowid FROM facts WHERE {schema.INDEXED_SQL.format(row='')} ORDER BY rowid"
-        )
+        found = conn.execute(f"SELECT rowid FROM facts WHERE {LIVE_SQL.format(row='')} ORDER BY rowid")
         rowids = [int(r[0]) for r in found]
     conn.close()
     return rowids
@@ -79,14 +78,16 @@ def test_a_schema_3_store_migrates_keeping_every_fact(tmp_path: Path) -> None:
     with sqlite3.connect(db) as conn:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         objects = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        hashes = conn.execute("SELECT text, text_hash FROM facts").fetchall()
+        hashes = conn.execute(  # every fact's exact-text key (schema 9 keeps none in the row)
+            "SELECT f.text, k.text_hash FROM facts_text AS k JOIN facts AS f ON f.rowid = k.fact_rowid"
+        ).fetchall()
         fts_config = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'facts_fts'").fetchone()[0]
         check = conn.execute("INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')").fetchall()
     conn.close()
     assert (version, check) == (schema.SCHEMA_VERSION, [])
     assert "facts_agent_text" not in objects and {"facts_text", "facts_vocab"} <= objects  # schema 5: keys
     assert "content='facts'" in fts_config
-    assert all(h == text_hash(t) for t, h in hashes)
+    assert len(hashes) == len(rows) and all(h == text_hash(t) for t, h in hashes)
     assert _indexed(db, "deploy") == _live_rowids(db)
 
 
@@ -105,7 +106,9 @@ def test_the_index_holds_exactly_the_live_facts_through_every_write(tmp_path: Pa
         assert report.facts_added == 0 and report.facts_skipped == 31
         assert _indexed(db, "staging") == _live_rowids(db)
         with sqlite3.connect(db) as conn:  # another program tombstoning a row directly keeps the index exact
-            conn.execute("UPDATE facts SET superseded_by = ? WHERE id = ?", (facts[7].id, facts[8].id))
+            conn.execute(
+                "UPDATE facts SET superseded_by = ? WHERE id = ?", (facts[7].id, fact_key(facts[8].id))
+            )
         conn.close()
         assert _indexed(db, "staging") == _live_rowids(db)
         assert facts[8].id not in {h.id for h in memory.recall("a", "staging cluster", top_k=50)}

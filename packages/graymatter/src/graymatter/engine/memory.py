@@ -133,7 +133,7 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
             facts = self._new_facts(agent_id, clean, label, prov)
             self.store.add_facts(facts, vectors, self._embeddings.model_id)
         self._after_write(agent_id, embedded=vectors[0] is not None if vectors else False, count=len(facts))
-        return facts
+        return list(facts)  # the caller's list: the columns the store may read stay with the write
 
     def _after_write(self, agent_id: str, *, embedded: bool, count: int = 1) -> None:
         if embedded and self._embeddings.embedder is not None:

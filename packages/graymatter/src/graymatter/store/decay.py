@@ -32,11 +32,16 @@ def decay_indexes(facts_table: str, time_type: str) -> list[str]:
     ]
 
 
-def due_query(table: str, mark: str) -> str:
-    """The facts of an agent visited before and due again (params: agent, now, limit), due first."""
+def due_query(table: str, mark: str, d: Dialect | None = None) -> str:
+    """The facts of an agent visited before and due again (params: agent, now, limit), due first (``d``:
+    the backend's spelling of the columns, agent and kind, when not PostgreSQL's)."""
+    columns, agent, scope = FACT_COLUMNS, f"agent_id = {mark}", DECAY_SCOPE
+    if d is not None:
+        columns, agent = d.fact_columns, d.agent_is()
+        scope = DECAY_SCOPE.replace("'fact'", d.fact_kind)
     return (
-        f"SELECT {FACT_COLUMNS} FROM {table} WHERE agent_id = {mark} AND decay_due_at IS NOT NULL "
-        f"AND {DECAY_SCOPE} AND decay_due_at <= {mark} ORDER BY decay_due_at, id LIMIT {mark}"
+        f"SELECT {columns} FROM {table} WHERE {agent} AND decay_due_at IS NOT NULL "
+        f"AND {scope} AND decay_due_at <= {mark} ORDER BY decay_due_at, id LIMIT {mark}"
     )
 
 
@@ -83,5 +88,5 @@ class SharedDecay:
             f"UPDATE {d.table('facts')} SET weight = {smaller}(weight, {d.mark}), decay_due_at = {d.mark} "
             f"WHERE id = {d.mark}"
         )
-        rows = [(weight, d.to_db_time(due), fid) for fid, (weight, due) in sorted(updates.items())]
+        rows = [(weight, d.to_db_time(due), d.key(fid)) for fid, (weight, due) in sorted(updates.items())]
         self._write(lambda c: c.cursor().executemany(sql, rows))  # a cursor: psycopg connections lack it

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from graymatter.models import Fact
 from graymatter.store.base import FactsPage, Kinds
 from graymatter.store.paging import PageFilters, PageSpelling, read_page
-from graymatter.store.rows import FACT_COLUMNS, Dialect
+from graymatter.store.rows import Dialect
 
 T = TypeVar("T")
 
@@ -24,11 +24,11 @@ class SharedListings:
 
         def _read(self, work: Callable[[Any], T]) -> T: ...
 
-        def _rows_by_ids(self, ids: list[str], select: str) -> list[Any]: ...
+        def _rows_by_ids(self, ids: list[Any], select: str) -> list[Any]: ...
 
     def _listing(self, where: str, params: Sequence[Any]) -> list[Fact]:
         d = self._dialect
-        query = f"SELECT {FACT_COLUMNS} FROM {d.table('facts')} {where}"
+        query = f"SELECT {d.fact_columns} FROM {d.table('facts')} {where}"
         rows = self._read(lambda c: c.execute(query, params).fetchall())
         return [d.decode_fact(r) for r in rows]
 
@@ -36,8 +36,9 @@ class SharedListings:
         """One lookup by id (chunked where the backend needs it), returned in the order asked."""
         d = self._dialect
         ids = list(dict.fromkeys(fact_ids))
-        select = f"SELECT {FACT_COLUMNS} FROM {d.table('facts')} WHERE id {{ids}}"
-        found = {row[0]: d.decode_fact(row) for row in self._rows_by_ids(ids, select)}
+        select = f"SELECT {d.fact_columns} FROM {d.table('facts')} WHERE id {{ids}}"
+        rows = self._rows_by_ids(list(map(d.key, ids)), select)
+        found = {fact.id: fact for fact in map(d.decode_fact, rows)}
         return [found[i] for i in ids if i in found]
 
     def supersedes(self, fact_ids: Sequence[str]) -> dict[str, list[str]]:
@@ -49,7 +50,7 @@ class SharedListings:
             " ORDER BY created_at, id"
         )
         for by, fact_id in self._rows_by_ids(ids, select):
-            out.setdefault(by, []).append(fact_id)
+            out.setdefault(by, []).append(self._dialect.ident(fact_id))
         return out
 
     def rank_info(self, fact_ids: Sequence[str]) -> dict[str, tuple[datetime, str]]:
@@ -58,23 +59,24 @@ class SharedListings:
         ids = list(dict.fromkeys(fact_ids))
         select = (
             f"SELECT id, created_at, {d.confidence} FROM {d.table('facts')}"
-            " WHERE superseded_by IS NULL AND kind = 'fact' AND id {ids}"
+            f" WHERE superseded_by IS NULL AND kind = {d.fact_kind} AND id {{ids}}"
         )
         out: dict[str, tuple[datetime, str]] = {}
-        for fact_id, created, confidence in self._rows_by_ids(ids, select):
+        for fact_id, created, confidence in self._rows_by_ids(list(map(d.key, ids)), select):
             moment = d.from_db_time(created)
             if moment is not None:
-                out[fact_id] = (moment, confidence)
+                out[d.ident(fact_id)] = (moment, confidence)
         return out
 
     def list_facts(
         self, agent_id: str | None = None, *, include_superseded: bool = True, kinds: Kinds = ("fact",)
     ) -> list[Fact]:
         """Facts in ``created_at``, id order; filtered in SQL."""
-        clause, params = self._dialect.any_of("kind", kinds)
+        d = self._dialect
+        clause, params = d.any_of("kind", d.kinds(kinds))
         clauses = [clause]
         if agent_id is not None:
-            clauses.append(f"agent_id = {self._dialect.mark}")
+            clauses.append(d.agent_is())
             params.append(agent_id)
         if not include_superseded:
             clauses.append("superseded_by IS NULL")
@@ -82,18 +84,23 @@ class SharedListings:
 
     def latest_facts(self, agent_id: str, limit: int, *, include_superseded: bool = True) -> list[Fact]:
         """One bounded query, newest first (``created_at`` DESC, id DESC)."""
-        m = self._dialect.mark
+        d = self._dialect
         live = "" if include_superseded else " AND superseded_by IS NULL"
-        where = f"WHERE agent_id = {m} AND kind = 'fact'{live} ORDER BY created_at DESC, id DESC LIMIT {m}"
+        where = (
+            f"WHERE {d.agent_is()} AND kind = {d.fact_kind}{live} ORDER BY created_at DESC, id DESC "
+            f"LIMIT {d.mark}"
+        )
         return self._listing(where, (agent_id, limit))
 
     def aliases(self, agent_ids: Sequence[str]) -> list[Fact]:
         """Live ``alias`` facts of the namespaces, in ``created_at``, id order."""
         if not agent_ids:
             return []
-        clause, params = self._dialect.any_of("agent_id", agent_ids)
+        d = self._dialect
+        clause, params = d.agents(agent_ids)
         return self._listing(
-            f"WHERE {clause} AND kind = 'alias' AND superseded_by IS NULL ORDER BY created_at, id", params
+            f"WHERE {clause} AND kind = {d.alias_kind} AND superseded_by IS NULL ORDER BY created_at, id",
+            params,
         )
 
     def facts_page(

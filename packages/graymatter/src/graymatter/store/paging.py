@@ -16,7 +16,7 @@ from typing import Any
 
 from graymatter.models import Fact
 from graymatter.store.base import FactsPage
-from graymatter.store.rows import FACT_COLUMNS, Dialect
+from graymatter.store.rows import Dialect
 
 Reader = Callable[[Callable[[Any], Any]], Any]
 """The backend's ``_read``: runs ``work(connection)`` in one read snapshot."""
@@ -55,8 +55,9 @@ class PageSpelling:
     confidence: str = "confidence"
     """An SQL expression for the fact's confidence label."""
 
-    def beyond(self, op: str, moment: Any, fact_id: str) -> tuple[str, list[Any]]:
-        """``(created_at, id) op (moment, fact_id)`` for ``op`` in ``<`` or ``>=``, with its params."""
+    def beyond(self, op: str, moment: Any, fact_id: Any) -> tuple[str, list[Any]]:
+        """``(created_at, id) op (moment, fact_id)`` for ``op`` in ``<`` or ``>=``, with its params
+        (``fact_id`` as stored: ``Dialect.key``)."""
         m = self.dialect.mark
         if self.row_values:
             return f"(created_at, id) {op} ({m}, {m})", [moment, fact_id]
@@ -69,12 +70,13 @@ def _walk(
     s: PageSpelling, agent_id: str, before: tuple[datetime, str] | None, f: PageFilters
 ) -> tuple[str, str, list[Any]]:
     """``(source, conditions, params)`` of the index walk from the cursor (what the index orders)."""
-    walk = [f"agent_id = {s.dialect.mark}", "kind = 'fact'"]
+    d = s.dialect
+    walk = [d.agent_is(), f"kind = {d.fact_kind}"]
     params: list[Any] = [agent_id]
     if f.live is True:
         walk.append("superseded_by IS NULL")
     if before is not None:
-        cond, extra = s.beyond("<", s.dialect.to_db_time(before[0]), before[1])
+        cond, extra = s.beyond("<", d.to_db_time(before[0]), d.key(before[1]))
         walk.append(cond)
         params.extend(extra)
     return (s.live_source if f.live is True else s.all_source), " AND ".join(walk), params
@@ -109,7 +111,7 @@ def page_query(
         params.extend(bound_params)
     where = " AND ".join([where, *conds])
     query = (
-        f"SELECT {FACT_COLUMNS} FROM {source} WHERE {where} "
+        f"SELECT {s.dialect.fact_columns} FROM {source} WHERE {where} "
         f"ORDER BY created_at DESC, id DESC LIMIT {s.dialect.mark}"
     )
     return query, params + extra
@@ -161,5 +163,5 @@ def read_page(
     if len(edge) == 2:
         moment = s.dialect.from_db_time(edge[0][0])
         if moment is not None:
-            return FactsPage(facts, (moment, str(edge[0][1])), True)
+            return FactsPage(facts, (moment, s.dialect.ident(edge[0][1])), True)
     return FactsPage(facts, None, False)

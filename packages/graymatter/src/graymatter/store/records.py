@@ -145,8 +145,8 @@ class SharedRecords:
         """Every agent id that has facts, checkpoints or links, sorted."""
         d = self._dialect
         query = (
-            f"SELECT agent_id FROM {d.table('facts')} UNION SELECT agent_id FROM {d.table('checkpoints')} "
-            f"UNION SELECT agent_id FROM {d.table('links')} ORDER BY 1"
+            f"{d.facts_agents.format(facts=d.table('facts'))} UNION SELECT agent_id FROM "
+            f"{d.table('checkpoints')} UNION SELECT agent_id FROM {d.table('links')} ORDER BY 1"
         )
         rows = self._read(lambda c: c.execute(query).fetchall())
         return [r[0] for r in rows]

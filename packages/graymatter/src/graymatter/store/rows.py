@@ -26,6 +26,26 @@ CONFLICT = "the fact was revised or forgotten by another writer meanwhile; nothi
 """The message of ``Conflict`` when a compare-and-swap replacement finds a target already retired."""
 
 
+class NewFacts(list[Fact]):
+    """The facts of one bulk write as the engine made them (``MemoryCore._new_facts``), with the columns it
+    made them of: plain new facts (no equivalents, never accessed, full weight, live, unpinned) of one
+    agent, label and provenance, whose ids and texts are ``ids`` and ``texts`` in order, the ids consecutive
+    ULIDs from the 128-bit value ``first_id`` on (``ids.new_ulid_run``), the first created at ``created``
+    and each next one a microsecond later (``accessed_at`` equal to ``created_at``). A store may build its
+    rows from these columns instead of reading every model back: the models hold exactly these values. Any
+    other use of the list is a list of those facts."""
+
+    __slots__ = ("agent_id", "confidence", "created", "first_id", "ids", "provenance", "texts")
+
+    agent_id: str
+    confidence: str
+    created: datetime
+    first_id: int
+    ids: Sequence[str]
+    provenance: Provenance
+    texts: Sequence[str]
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """How one backend spells a placeholder, a table name and a timestamp."""
@@ -44,6 +64,22 @@ class Dialect:
     """SQL that is true when the ``state`` column holds well-formed JSON (``None``: checked in Python)."""
     confidence: str = "confidence"
     """SQL for a fact's confidence label (SQLite stores its default label as an empty text)."""
+    fact_columns: str = FACT_COLUMNS
+    """The select list of a :data:`FACT_COLUMNS` row (SQLite names a row's agent from its code)."""
+    facts_agents: str = "SELECT agent_id FROM {facts}"
+    """A select of the agents that have facts (``{facts}``: the table)."""
+    agent_in: Callable[[int], str] | None = None
+    """The condition "a fact's agent is one of ``n`` named by parameters" where it is not ``agent_id IN``."""
+    fact_kind: str = "'fact'"
+    """The stored kind of a fact, in SQL."""
+    alias_kind: str = "'alias'"
+    """The stored kind of an alias, in SQL."""
+    kinds: Callable[[Sequence[str]], list[Any]] = list
+    """The stored kinds of the named ones."""
+    key: Callable[[str], Any] = str
+    """A fact id as stored (SQLite keeps a ULID in 16 bytes)."""
+    ident: Callable[[Any], str] = str
+    """The fact id a stored one stands for."""
 
     def table(self, name: str) -> str:
         """The backend's name of a table."""
@@ -58,6 +94,16 @@ class Dialect:
         if self.mark == "?":
             return f"{column} IN ({self.marks(len(values))})", list(values)
         return f"{column} = ANY(%s)", [list(values)]
+
+    def agent_is(self) -> str:
+        """The condition "a fact's agent is the one named by the parameter"."""
+        return f"agent_id = {self.mark}" if self.agent_in is None else self.agent_in(1)
+
+    def agents(self, names: Sequence[str]) -> tuple[str, list[Any]]:
+        """The condition "a fact's agent is one of ``names``", and its parameters."""
+        if self.agent_in is None:
+            return self.any_of("agent_id", names)
+        return self.agent_in(len(names)), list(names)
 
     def restrict(self, column: str, values: Sequence[Any] | None, params: list[Any]) -> str:
         """`` AND column`` is one of ``values`` (parameters appended to ``params``); nothing for ``None``."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from graymatter.errors import CorruptDatabase, StorageError, StoreUnavailable
+from graymatter.store.sqlite.keys import fact_key
 from graymatter.store.sqlite.rows import text_hash
 
 BUSY_TIMEOUT_MS = 5_000
@@ -70,6 +71,11 @@ CPU; at 100 ms the WAL still holds at most a tenth of a second of writes (docs/d
 CHECKPOINT_AFTER_COMMITS = 8
 """The thread starts at this process's 8th write transaction on the store: a one-shot command (a CLI
 ``remember``: two or three) never pays for a thread and a connection it would not use."""
+
+
+def _stored_key(value: str | bytes | int | float | None) -> str | bytes | int | float | None:
+    """``keys.fact_key`` of a stored id (anything but a text, which no id should be, is kept as it is)."""
+    return fact_key(value) if isinstance(value, str) else value
 
 
 def configure(conn: sqlite3.Connection) -> None:
@@ -154,6 +160,7 @@ class SQLiteConnections:
             # exact-text keys are computed in SQL (the settle, the delete trigger: schema 7)
             conn.create_function("gm_text_hash", 1, text_hash, deterministic=True)
             conn.create_function("gm_crc32", 1, zlib.crc32, deterministic=True)  # rows.TEXT_HASH_SQL
+            conn.create_function("gm_fact_key", 1, _stored_key, deterministic=True)  # migration 9
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from None
         with self._conn_lock:

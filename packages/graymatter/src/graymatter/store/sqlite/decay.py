@@ -19,7 +19,8 @@ from typing import Any
 
 from graymatter.models import Fact
 from graymatter.store.decay import SharedDecay, due_query
-from graymatter.store.rows import FACT_COLUMNS
+from graymatter.store.rows import NewFacts
+from graymatter.store.sqlite.keys import AGENT_IS, FACT_COLUMNS, fact_id
 from graymatter.store.sqlite.rows import ACCESSED_SQL, DIALECT, chunks, placeholders, to_micros
 
 FRESH_SCAN = 10_000
@@ -30,12 +31,26 @@ MARK_KEY = "decay_mark:{}"
 
 _WINDOW = (
     f"SELECT w.c, f.decay_due_at IS NULL AND NOT f.pinned, {ACCESSED_SQL.format(row='f.')}, f.rowid FROM "
-    "(SELECT rowid AS r, created_at AS c FROM facts INDEXED BY facts_listing WHERE agent_id = ? "
-    "AND kind = 'fact' AND created_at >= ? AND created_at <= ? ORDER BY created_at LIMIT ?) AS w "
+    f"(SELECT rowid AS r, created_at AS c FROM facts INDEXED BY facts_listing WHERE {AGENT_IS} "
+    "AND kind = 0 AND created_at >= ? AND created_at <= ? ORDER BY created_at LIMIT ?) AS w "
     "JOIN facts AS f ON f.rowid = w.r ORDER BY w.c, f.id"
 )
 """The next listing entries past the mark, each with whether it is still unvisited and in scope."""
-_DUE = due_query("facts", "?")
+_DUE = due_query("facts", "?", DIALECT)
+
+
+def _oldest(facts: Sequence[Fact]) -> dict[str, datetime]:
+    """Each agent's oldest creation moment among ``facts``."""
+    if type(facts) is NewFacts:  # a bulk write: one agent, the first fact the oldest
+        return {facts.agent_id: facts.created}
+    if len({fact.agent_id for fact in facts}) == 1:
+        return {facts[0].agent_id: min(fact.created_at for fact in facts)}
+    oldest: dict[str, datetime] = {}
+    for fact in facts:
+        moment = oldest.get(fact.agent_id)
+        if moment is None or fact.created_at < moment:
+            oldest[fact.agent_id] = fact.created_at
+    return oldest
 
 
 def lower_marks(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
@@ -43,16 +58,7 @@ def lower_marks(c: sqlite3.Connection, facts: Sequence[Fact]) -> None:
     can insert a never-visited fact behind it). One statement per agent; a mark already older is kept."""
     if not facts:
         return
-    agents = {fact.agent_id for fact in facts}
-    oldest: dict[str, datetime] = {}
-    if len(agents) == 1:  # a bulk write: one agent
-        oldest[facts[0].agent_id] = min(fact.created_at for fact in facts)
-    else:
-        for fact in facts:
-            moment = oldest.get(fact.agent_id)
-            if moment is None or fact.created_at < moment:
-                oldest[fact.agent_id] = fact.created_at
-    for agent, moment in oldest.items():
+    for agent, moment in _oldest(facts).items():
         at = to_micros(moment)
         c.execute(
             "UPDATE meta SET value = ? WHERE key = ? AND CAST(value AS INTEGER) > ?",
@@ -92,7 +98,7 @@ def _fresh(
     for chunk in chunks([w[3] for w in idle]):
         sql = f"SELECT {FACT_COLUMNS} FROM facts WHERE rowid IN ({placeholders(len(chunk))})"
         rows.extend(c.execute(sql, list(chunk)).fetchall())
-    rows.sort(key=lambda r: (r[5], r[0]))  # created_at, id
+    rows.sort(key=lambda r: (r[5], fact_id(r[0])))  # created_at, id
     return rows
 
 
@@ -119,4 +125,4 @@ class SQLiteDecay(SharedDecay):
         found = self._read(lambda c: work(c, False))
         if found is None:
             found = self._write(lambda c: work(c, True)) or []
-        return [DIALECT.decode_fact(r) for r in found]
+        return [self._dialect.decode_fact(r) for r in found]

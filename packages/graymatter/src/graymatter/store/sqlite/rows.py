@@ -16,11 +16,11 @@ from graymatter.constants import CONFIDENCE_LEVELS
 from graymatter.errors import CorruptRecord
 from graymatter.models import SESSION_MAX_CHARS, Fact, Interface, Provenance
 from graymatter.store.rows import Dialect
+from graymatter.store.sqlite.keys import FACT_COLUMNS, KIND_CODES, KINDS, agents_in, fact_id, fact_key
 from graymatter.trusted import constructor
 
 T = TypeVar("T")
 
-_KINDS = ("fact", "alias")
 _INTERFACES = frozenset(get_args(Interface))
 _PROVENANCE_CACHE: dict[str, Provenance] = {}
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -119,28 +119,64 @@ def _columns(indices: Sequence[int]) -> Callable[[tuple[Any, ...]], tuple[Any, .
 
 
 def execute_rows(
-    c: sqlite3.Connection, insert: str, rows: Sequence[tuple[Any, ...]], shared: tuple[int, ...] = ()
+    c: sqlite3.Connection,
+    insert: str,
+    rows: Sequence[tuple[Any, ...]],
+    shared: Sequence[tuple[int, ...]] = (),
 ) -> None:
     """Insert ``rows`` in order, :data:`ROWS_PER_INSERT` to a statement (within the connection's limit of
     bound parameters), the last few with one ``executemany``: the same rows and rowids as one
     ``executemany`` of them all, which costs the sqlite3 module about 1 us more per row (one statement
-    bound and stepped per row). When every row of a statement has the same values in the ``shared``
-    columns (a bulk write's agent, say), they are bound once for it: 0.5 us less per row at 7 columns."""
+    bound and stepped per row). ``shared`` names sets of columns, the widest first: the first set whose
+    values are the same in every row of a statement (a bulk write's agent, say) is bound once for it
+    (0.5 us less per row at 7 columns)."""
     width = len(rows[0])
     per = min(ROWS_PER_INSERT, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
     whole = len(rows) - len(rows) % per if per > 1 else 0
-    same = _columns(shared) if shared else None
-    own = _columns([i for i in range(width) if i not in shared]) if shared else None
+    splits = [(columns, _columns(columns), _columns([i for i in range(width) if i not in columns]))
+              for columns in shared if columns]  # fmt: skip
     for start in range(0, whole, per):
         chunk = rows[start : start + per]
-        values = set(map(same, chunk)) if same is not None and own is not None else set()
-        if own is not None and len(values) == 1:
-            sql, params = _multi_row(insert, per, width, shared), [*values.pop(), *chain(*map(own, chunk))]
-        else:
-            sql, params = _multi_row(insert, per, width), list(chain.from_iterable(chunk))
+        sql, params = _multi_row(insert, per, width), list(chain.from_iterable(chunk))
+        for columns, same, own in splits:
+            values = set(map(same, chunk))
+            if len(values) == 1:
+                sql, params = (
+                    _multi_row(insert, per, width, columns),
+                    [*values.pop(), *chain(*map(own, chunk))],
+                )
+                break
         c.execute(sql, params)
     if whole < len(rows):
         c.executemany(insert, rows[whole:])
+
+
+def execute_split(
+    c: sqlite3.Connection,
+    insert: str,
+    shared: tuple[int, ...],
+    values: tuple[Any, ...],
+    own_rows: Sequence[tuple[Any, ...]],
+) -> None:
+    """Insert rows whose ``shared`` columns (by index) hold ``values`` and whose other columns, in order,
+    are ``own_rows``: the rows and rowids :func:`execute_rows` inserts of the same rows put together, without
+    putting them together first (a bulk write knows its shared values)."""
+    width = len(shared) + len(own_rows[0])
+    per = min(ROWS_PER_INSERT, c.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width)
+    whole = len(own_rows) - len(own_rows) % per if per > 1 else 0
+    for start in range(0, whole, per):
+        chunk = own_rows[start : start + per]
+        c.execute(_multi_row(insert, per, width, shared), [*values, *chain.from_iterable(chunk)])
+    if whole < len(own_rows):
+        c.executemany(insert, [_merged(width, shared, values, own) for own in own_rows[whole:]])
+
+
+def _merged(
+    width: int, shared: tuple[int, ...], values: tuple[Any, ...], own: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """One whole row of :func:`execute_split`'s parts."""
+    rest = iter(own)
+    return tuple(values[shared.index(i)] if i in shared else next(rest) for i in range(width))
 
 
 def _provenance(raw: str) -> Provenance:
@@ -185,19 +221,20 @@ _construct_fact = constructor(
 """A fact from a complete, trusted row (the hot read path), without ``model_construct``'s per-field work."""
 
 
-def decode_fact(row: Sequence[Any]) -> Fact:
-    """Decode a trusted row without re-validation (hot path); malformed rows raise CorruptRecord."""
+def decode_fact(row: Sequence[Any], agent_name: Callable[[int], str]) -> Fact:
+    """Decode a trusted row (``keys.FACT_COLUMNS``) without re-validation (hot path), its agent named by
+    ``agent_name`` (``keys.AgentNames``); malformed rows raise CorruptRecord."""
     try:
         label = row[12] or DEFAULT_LABEL
-        if row[3] not in _KINDS or label not in CONFIDENCE_LEVELS:
+        if row[3] not in (0, 1) or label not in CONFIDENCE_LEVELS:
             raise ValueError("unknown kind or confidence label")
         equivalents = json.loads(row[4]) if row[4] else []
         if not isinstance(equivalents, list):
             raise ValueError("malformed equivalents column")
         return _construct_fact(
             {
-                "id": row[0],
-                "agent_id": row[1],
+                "id": fact_id(row[0]),
+                "agent_id": agent_name(row[1]),
                 "text": row[2],
                 "created_at": (created := from_micros(row[5])),
                 "accessed_at": created if row[6] == AS_CREATED else from_micros(row[6]),
@@ -207,22 +244,35 @@ def decode_fact(row: Sequence[Any]) -> Fact:
                 "pinned": bool(row[10]),
                 "pinned_at": from_micros(row[11]),
                 "confidence": label,
-                "kind": row[3],
+                "kind": KINDS[row[3]],
                 "equivalents": equivalents,
                 "provenance": _provenance(row[13] or "{}"),
             }
         )
     except (ValueError, TypeError) as exc:
-        raise CorruptRecord(f"fact {row[0]} cannot be decoded: {type(exc).__name__}") from None
+        raise CorruptRecord(f"fact {fact_id(row[0])} cannot be decoded: {type(exc).__name__}") from None
 
 
-DIALECT = Dialect(
+def _unbound(row: Sequence[Any]) -> Fact:
+    raise RuntimeError("rows are decoded by a store's own dialect, which knows its agents' names")
+
+
+DIALECT = Dialect(  # the spellings; each store decodes rows with a copy that knows its agents' names
     "?",
     "",
     to_micros,
     from_micros,
-    decode_fact,
+    _unbound,
     insertion_order="rowid",
     json_check="json_valid(state)",
     confidence=CONFIDENCE_SQL.format(row=""),
+    fact_columns=FACT_COLUMNS,
+    facts_agents="SELECT (SELECT value FROM meta WHERE key = 'agent_name:' || agent) "
+    "FROM (SELECT DISTINCT agent FROM {facts})",
+    agent_in=agents_in,
+    fact_kind="0",
+    alias_kind="1",
+    kinds=lambda names: [KIND_CODES.get(name, name) for name in names],
+    key=fact_key,
+    ident=fact_id,
 )

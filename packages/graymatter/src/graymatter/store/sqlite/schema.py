@@ -9,16 +9,25 @@ from graymatter.errors import CorruptDatabase, SchemaTooNew
 from graymatter.store.decay import decay_indexes
 from graymatter.store.fts import FTS_TOKENIZER
 from graymatter.store.sqlite.connection import SQLiteConnections, configure, retry_busy, translate
+from graymatter.store.sqlite.keys import LIVE_SQL
 
 DB_FILENAME = "graymatter.db"
 SESSION_SQL = "(CASE WHEN json_valid(provenance) THEN json_extract(provenance, '$.session') END)"
 """A fact's session id, spelled exactly as the ``facts_session`` index spells it (NULL, never an error,
 for a provenance that is not JSON: such a row is reported as corrupt when it is decoded)."""
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 INDEXED_SQL = "{row}kind = 'fact' AND {row}superseded_by IS NULL"
-"""The rows the full-text index holds (live facts), for the triggers that keep it so (``{row}``: a prefix)."""
+"""The rows the full-text index held (live facts) in schemas 4-8, whose kinds were texts (``{row}``: a
+prefix); schema 9 spells it ``keys.LIVE_SQL``."""
 
 _LAST_ROWID = "(SELECT coalesce(max(rowid), 0) FROM facts)"
+_LAST = "(SELECT coalesce(max(rowid),0) FROM facts)"
+_CODES = "WHERE key >= 'agent_code:' AND key < 'agent_code;'"
+"""The ``meta`` rows that give agents their codes (schema 9)."""
+_SESSION = SESSION_SQL.replace(", ", ",")
+_LIVE = LIVE_SQL.format(row="").replace(" = ", "=")
+_OLD = LIVE_SQL.format(row="old.").replace(" = ", "=")
+_NEW = LIVE_SQL.format(row="new.").replace(" = ", "=")
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -176,6 +185,44 @@ _MIGRATIONS: dict[int, list[str]] = {
         "FROM links",
         "DROP TABLE links",
         "ALTER TABLE links_v8 RENAME TO links",
+    ],
+    # 9: the compact row (docs/decisions/0011, schema 9; store/sqlite/keys.py): ids as 16 bytes, agents as
+    # integer codes given in ``meta``, kinds as 0 / 1, no ``text_hash`` column (unused since 7). The table is
+    # copied row for row (same rowids: the full-text index, text keys and vectors stay valid) and its
+    # indexes and triggers made again, in short DDL: pending embeddings and tombstones share one partial
+    # index, the session index tests the provenance for emptiness before parsing it, and one delete
+    # trigger keeps both the full-text index and the text keys.
+    9: [
+        "CREATE TABLE facts_v9(rowid INTEGER PRIMARY KEY,id BLOB NOT NULL UNIQUE,agent INTEGER NOT NULL,"
+        "text TEXT NOT NULL,kind INTEGER NOT NULL DEFAULT 0,equivalents TEXT,created_at INTEGER NOT NULL,"
+        "accessed_at INTEGER NOT NULL,access_count INTEGER NOT NULL DEFAULT 0,"
+        "weight REAL NOT NULL DEFAULT 1.0,superseded_by TEXT,pinned INTEGER NOT NULL DEFAULT 0,"
+        "pinned_at INTEGER,confidence TEXT NOT NULL DEFAULT '',provenance TEXT NOT NULL DEFAULT '',"
+        "embed_state INTEGER NOT NULL DEFAULT 0,decay_due_at INTEGER)",
+        "INSERT INTO meta(key, value) SELECT 'agent_code:' || agent_id, "
+        "row_number() OVER (ORDER BY agent_id) FROM (SELECT DISTINCT agent_id FROM facts)",
+        f"INSERT INTO meta(key, value) SELECT 'agent_name:' || value, substr(key, 12) FROM meta {_CODES}",
+        f"INSERT INTO meta(key, value) SELECT 'agent_codes', count(*) FROM meta {_CODES}",
+        "INSERT INTO facts_v9 SELECT rowid, gm_fact_key(id), (SELECT CAST(value AS INTEGER) FROM meta "
+        "WHERE key = 'agent_code:' || f.agent_id), text, CASE kind WHEN 'fact' THEN 0 WHEN 'alias' THEN 1 "
+        "ELSE kind END, equivalents, created_at, accessed_at, access_count, weight, superseded_by, pinned, "
+        "pinned_at, confidence, provenance, embed_state, decay_due_at FROM facts AS f ORDER BY rowid",
+        "DROP TABLE facts",
+        "ALTER TABLE facts_v9 RENAME TO facts",
+        "CREATE INDEX facts_listing ON facts(agent,kind,created_at,superseded_by)",
+        "CREATE INDEX facts_retired ON facts(superseded_by,embed_state) "
+        "WHERE superseded_by IS NOT NULL OR embed_state=1",
+        f"CREATE INDEX facts_session ON facts(agent,{_SESSION},created_at,id) "
+        f"WHERE provenance<>'' AND {_LIVE} AND {_SESSION} IS NOT NULL",
+        "CREATE INDEX facts_decay_due ON facts(agent,decay_due_at) "
+        "WHERE decay_due_at IS NOT NULL AND NOT pinned AND kind=0",
+        f"CREATE TRIGGER facts_delete AFTER DELETE ON facts BEGIN "
+        f"INSERT INTO facts_fts(facts_fts,rowid,text) SELECT 'delete',old.rowid,old.text WHERE {_OLD}; "
+        "DELETE FROM facts_text WHERE text_hash=gm_text_hash(old.text) AND fact_rowid=old.rowid; "
+        f"UPDATE meta SET value={_LAST} WHERE key='text_settled' AND CAST(value AS INTEGER)>{_LAST}; END",
+        "CREATE TRIGGER facts_update AFTER UPDATE OF text,kind,superseded_by ON facts BEGIN "
+        f"INSERT INTO facts_fts(facts_fts,rowid,text) SELECT 'delete',old.rowid,old.text WHERE {_OLD}; "
+        f"INSERT INTO facts_fts(rowid,text) SELECT new.rowid,new.text WHERE {_NEW}; END",
     ],
 }
 

@@ -13,6 +13,7 @@ from graymatter.store.base import Confidences, ScoredId
 from graymatter.store.fts import FtsTokenizer
 from graymatter.store.rows import searchable_terms
 from graymatter.store.sqlite.connection import SQLiteConnections
+from graymatter.store.sqlite.keys import AGENT_NAME, fact_id, fact_keys
 from graymatter.store.sqlite.rows import (
     CONFIDENCE_SQL,
     DIALECT,
@@ -129,9 +130,9 @@ class SQLiteKeywordSearch(SQLiteConnections):
 
         def work(c: sqlite3.Connection) -> dict[str, str]:
             out: dict[str, str] = {}
-            for chunk in chunks(ids):
+            for chunk in chunks(fact_keys(ids)):
                 sql = f"SELECT id, text FROM facts WHERE id IN ({placeholders(len(chunk))})"
-                out.update(c.execute(sql, list(chunk)).fetchall())
+                out.update((fact_id(key), text) for key, text in c.execute(sql, list(chunk)).fetchall())
             return out
 
         return self._read(work) if ids else {}
@@ -159,8 +160,7 @@ class SQLiteKeywordSearch(SQLiteConnections):
         if not kept:
             return [], {}, {}, set()
         match = fts_match_expression(kept)
-        filters: list[Any] = [*agent_ids]
-        where = f"f.agent_id IN ({placeholders(len(agent_ids))})"
+        where, filters = DIALECT.agents(agent_ids)
         where += DIALECT.restrict("f.confidence", stored_labels(confidences), filters)
         postings = self._postings(kept)
         share = min(1.0, self.max_scored_postings / postings) if postings else 1.0
@@ -229,8 +229,8 @@ _INNER_SQL = (
 """A cut ranked inside FTS5, and FTS5's structure record read in the same statement (one snapshot)."""
 _ROWS_SQL = (
     "SELECT NULL, block, NULL, NULL, NULL, NULL, NULL, NULL FROM facts_fts_data WHERE id = 10 UNION ALL "
-    f"SELECT f.rowid, f.id, f.created_at, {_LABEL}, f.text, {_SESSIONLESS}, f.agent_id, f.confidence "
-    "FROM facts f WHERE f.rowid IN ("
+    f"SELECT f.rowid, f.id, f.created_at, {_LABEL}, f.text, {_SESSIONLESS}, {AGENT_NAME.format(row='f.')}, "
+    "f.confidence FROM facts f WHERE f.rowid IN ("
 )
 """The columns a cut needs of facts by rowid (``placeholders`` and ``)`` appended), with the structure."""
 
@@ -246,9 +246,9 @@ Namespace = tuple[frozenset[str], frozenset[str] | None]
 
 
 def _in_namespace(inner: list[Any]) -> list[Match]:
-    """The cut's rows of the namespace (the others came back without an id), best first: score, then
-    ``created_at``, then id."""
-    return sorted((row for row in inner if row[0] is not None), key=_BEST_FIRST)
+    """The cut's rows of the namespace (the others came back without an id), their ids decoded, best first:
+    score, then ``created_at``, then id."""
+    return sorted(((fact_id(row[0]), *row[1:]) for row in inner if row[0] is not None), key=_BEST_FIRST)
 
 
 def _memo_cut(
@@ -297,7 +297,11 @@ def _read_known(c: sqlite3.Connection, rowids: list[int], structure: bytes, know
         rows = c.execute(_ROWS_SQL + placeholders(len(chunk)) + ")", list(chunk)).fetchall()
         if next((row[1] for row in rows if row[0] is None), None) != structure:
             return False
-        known.update((row[0], (*row[1:], (at_micros(row[2]), row[3]))) for row in rows if row[0] is not None)
+        known.update(
+            (row[0], (fact_id(row[1]), *row[2:], (at_micros(row[2]), row[3])))
+            for row in rows
+            if row[0] is not None
+        )
     return True
 
 
@@ -336,13 +340,14 @@ def _ranked_matches(
     ranked = _cut(c, cut_of("", [match]), where, limit, cuts)
     if ranked is not None:
         return ranked[:limit]
-    return c.execute(
+    rows = c.execute(
         f"SELECT f.id, bm25(facts_fts) AS s, f.created_at, {_LABEL}, f.text, {_SESSIONLESS}, NULL "
         "FROM facts_fts "
         "JOIN facts f ON f.rowid = facts_fts.rowid "
         f"WHERE facts_fts MATCH ? AND {condition} ORDER BY s, f.created_at, f.id LIMIT ?",
         [match, *filters, limit],
     ).fetchall()
+    return _in_namespace(rows)
 
 
 _STATEMENTS: dict[tuple[str, str], tuple[str, str]] = {}

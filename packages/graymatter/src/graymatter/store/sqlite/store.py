@@ -11,9 +11,11 @@ byte being written.
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,8 +25,9 @@ from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.decay import SQLiteDecay
 from graymatter.store.sqlite.facts import SQLiteFactWrites
 from graymatter.store.sqlite.files import create_database_file, validate_database_file
-from graymatter.store.sqlite.reads import SQLiteFactReads
-from graymatter.store.sqlite.rows import DIALECT
+from graymatter.store.sqlite.keys import AgentNames
+from graymatter.store.sqlite.reads import PAGES, SQLiteFactReads
+from graymatter.store.sqlite.rows import DIALECT, decode_fact
 from graymatter.store.sqlite.search import SQLiteKeywordSearch
 from graymatter.store.sqlite.tokens import SQLiteTokenStore
 from graymatter.store.sqlite.vectors import SQLiteVectors, VectorCache
@@ -44,6 +47,9 @@ class SQLiteStore(SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLite
         self.data_dir = Path(data_dir).expanduser()
         super().__init__(self.data_dir / schema.DB_FILENAME)
         self.url = f"sqlite:///{self.path}"
+        names = AgentNames(self._read)
+        self._dialect = replace(DIALECT, decode_fact=functools.partial(decode_fact, agent_name=names))
+        self._page_spelling = replace(PAGES, dialect=self._dialect)
         self._vector_cache: dict[str, VectorCache] = {}
         self._vector_lock = threading.Lock()
         ensure_private_dir(self.data_dir)

@@ -12,9 +12,10 @@ from graymatter.errors import CorruptRecord
 from graymatter.models import Fact
 from graymatter.numeric import load_numpy
 from graymatter.store.base import Confidences, ScoredId, Vector
-from graymatter.store.rows import FACT_COLUMNS
+from graymatter.store.rows import Dialect
 from graymatter.store.sqlite.connection import SQLiteConnections
-from graymatter.store.sqlite.rows import chunks, decode_fact, placeholders
+from graymatter.store.sqlite.keys import FACT_COLUMNS, LIVE_SQL, fact_id, fact_key
+from graymatter.store.sqlite.rows import chunks, placeholders
 
 
 class VectorCache:
@@ -66,6 +67,7 @@ class SQLiteVectors(SQLiteConnections):
 
     _vector_cache: dict[str, VectorCache]
     _vector_lock: threading.Lock
+    _dialect: Dialect
 
     def embedding_model(self) -> str | None:
         """The model id the stored vectors were made with, or ``None``."""
@@ -84,9 +86,7 @@ class SQLiteVectors(SQLiteConnections):
                 c.execute("UPDATE facts SET embed_state = 0 WHERE embed_state != 0")
                 return 0
             c.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('embedding_model', ?)", (model,))
-            return c.execute(
-                "UPDATE facts SET embed_state = 1 WHERE kind = 'fact' AND superseded_by IS NULL"
-            ).rowcount
+            return c.execute(f"UPDATE facts SET embed_state = 1 WHERE {LIVE_SQL.format(row='')}").rowcount
 
         with self._vector_lock:
             self._vector_cache.clear()
@@ -101,15 +101,14 @@ class SQLiteVectors(SQLiteConnections):
                 return 0
             stored = 0
             agents: set[str] = set()
-            for fact_id, vector in pairs:
+            for wanted, vector in pairs:
                 row = c.execute(
-                    f"SELECT rowid, {FACT_COLUMNS} FROM facts WHERE id = ? "
-                    "AND superseded_by IS NULL AND kind = 'fact'",
-                    (fact_id,),
+                    f"SELECT rowid, {FACT_COLUMNS} FROM facts WHERE id = ? AND {LIVE_SQL.format(row='')}",
+                    (fact_key(wanted),),
                 ).fetchone()
                 if row is None:
                     continue
-                fact = decode_fact(row[1:])
+                fact = self._dialect.decode_fact(row[1:])
                 put_vector(c, row[0], fact, vector)
                 c.execute("UPDATE facts SET embed_state = 2 WHERE rowid = ?", (row[0],))
                 agents.add(fact.agent_id)
@@ -217,11 +216,11 @@ def _rank(c: sqlite3.Connection, pooled: list[tuple[float, int]], limit: int) ->
     rowids = [r for _, r in pooled]
     meta: dict[int, tuple[str, int]] = {}
     for chunk in chunks(rowids):
-        for rowid, fact_id, created in c.execute(
+        for rowid, key, created in c.execute(
             f"SELECT rowid, id, created_at FROM facts WHERE superseded_by IS NULL AND rowid IN "
             f"({placeholders(len(chunk))})",
             list(chunk),
         ).fetchall():
-            meta[rowid] = (fact_id, created)
+            meta[rowid] = (fact_id(key), created)
     ranked = sorted((-s, meta[r][1], meta[r][0]) for s, r in pooled if r in meta)
-    return [ScoredId(fact_id, -neg) for neg, _, fact_id in ranked[:limit]]
+    return [ScoredId(found, -neg) for neg, _, found in ranked[:limit]]
