@@ -3,7 +3,9 @@
 The race is made deterministic with the real database: this test holds SQLite's write lock, the revise
 reads its live target and then waits for the lock, the test retires that target itself and commits, and
 the revise's compare-and-swap finds it gone. A revise that started only after the commit finds no target
-at all (exit 3 / "not found"), so a trial is repeated until the race was really won by the test.
+at all (exit 3 / "not found"), so a trial is repeated until the race was really won by the test, each
+trial holding the lock twice as long as the one before (a loaded machine can take seconds to start the
+revise's process).
 """
 
 from __future__ import annotations
@@ -22,23 +24,28 @@ from graymatter.faces.cli.exit_codes import EXIT_CONFLICT, EXIT_NOT_FOUND
 from support.env import hermetic_env
 from support.mcp_session import Session, run
 
-HOLD_S = 3.0  # how long the other writer keeps the lock before retiring the target
+HOLD_S = 3.0  # how long the other writer keeps the lock in a first trial before retiring the target
 
 
-def _other_writer(database: Path, text: str, holding: threading.Event) -> None:
-    """Hold the write lock for HOLD_S, then retire ``text`` (as another process's revise would)."""
+def _hold_s(trial: int) -> float:
+    """How long trial ``trial`` holds the lock: HOLD_S, then twice as long each time."""
+    return HOLD_S * 2**trial
+
+
+def _other_writer(database: Path, text: str, holding: threading.Event, hold_s: float) -> None:
+    """Hold the write lock for ``hold_s``, then retire ``text`` (as another process's revise would)."""
     conn = sqlite3.connect(database, isolation_level=None, timeout=30)
     conn.execute("BEGIN IMMEDIATE")
     holding.set()
-    time.sleep(HOLD_S)
+    time.sleep(hold_s)
     conn.execute("UPDATE facts SET superseded_by = '01JTESTOTHERWRITERWASFIRST0' WHERE text = ?", (text,))
     conn.execute("COMMIT")
     conn.close()
 
 
-def _race(store: Path, text: str, revise: Callable[[], Any]) -> Any:
+def _race(store: Path, text: str, hold_s: float, revise: Callable[[], Any]) -> Any:
     holding = threading.Event()
-    other = threading.Thread(target=_other_writer, args=(store / "graymatter.db", text, holding))
+    other = threading.Thread(target=_other_writer, args=(store / "graymatter.db", text, holding, hold_s))
     other.start()
     holding.wait(30)
     try:
@@ -62,6 +69,7 @@ def test_the_cli_loser_exits_4_and_changes_nothing(tmp_path: Path) -> None:
         proc = _race(
             store,
             old,
+            _hold_s(trial),
             lambda old=old: subprocess.run(
                 [sys.executable, "-m", "graymatter", "--dir", str(store), "revise", "race", old, old + " v2"],
                 capture_output=True,
@@ -95,10 +103,10 @@ def test_the_mcp_loser_gets_a_tool_error_and_changes_nothing(tmp_path: Path) -> 
             old = f"the queue is kafka {trial}"
             memory.remember("race", old)
 
-            async def body(session: Session, old: str = old) -> None:
+            async def body(session: Session, old: str = old, hold_s: float = _hold_s(trial)) -> None:
                 arguments = {"agent_id": "race", "action": "update", "target": old, "text": old + " v2"}
                 texts.append(
-                    await _race_async(store, old, lambda: session.error("memory_reflect", arguments))
+                    await _race_async(store, old, hold_s, lambda: session.error("memory_reflect", arguments))
                 )
 
             run(lambda: Client(build_server(memory), mode="legacy"), body)
@@ -113,11 +121,11 @@ def test_the_mcp_loser_gets_a_tool_error_and_changes_nothing(tmp_path: Path) -> 
     assert not [t for t in _live_texts(store) if t.endswith(" v2")]
 
 
-async def _race_async(store: Path, text: str, call: Callable[[], Any]) -> str:
+async def _race_async(store: Path, text: str, hold_s: float, call: Callable[[], Any]) -> str:
     import anyio
 
     holding = threading.Event()
-    other = threading.Thread(target=_other_writer, args=(store / "graymatter.db", text, holding))
+    other = threading.Thread(target=_other_writer, args=(store / "graymatter.db", text, holding, hold_s))
     other.start()
     await anyio.to_thread.run_sync(holding.wait, 30)
     try:
