@@ -216,3 +216,13 @@ def test_the_warm_commands_are_commands_of_the_parser() -> None:
         "export",
         "demo",
     }
+
+
+@pytest.mark.parametrize("value", ["0", "false", " Off ", "NO", "1", "yes", "true", "", "2"])
+def test_the_fast_paths_read_the_switch_as_the_warm_server_does(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from graymatter.faces.mcp_server.warm_paths import WARM_ENV, warm_enabled
+
+    monkeypatch.setenv(WARM_ENV, value)
+    assert warm_commands.warm_enabled() is warm_enabled()

@@ -35,7 +35,8 @@ def is_the_command(argv: list[str]) -> bool:
 
 
 def warm_enabled() -> bool:
-    """``GRAYMATTER_MCP_WARM`` as ``warm_paths.warm_enabled`` reads it, without importing the relay."""
+    """``GRAYMATTER_MCP_WARM`` as ``warm_paths.warm_enabled`` reads it (a test holds the two together),
+    without importing the relay (the CLI may not import the MCP face before it knows the command)."""
     return os.environ.get("GRAYMATTER_MCP_WARM", "1").strip().lower() not in {"0", "false", "no", "off"}
 
 
