@@ -2,9 +2,9 @@
 
 A fact that says "grandmother" answers a question about "grandma", yet shares no word with it; without an
 embedder, keyword recall cannot find it. ``data/synonyms.tsv`` (built by ``benchmarks/synonym_table.py``
-from the all-MiniLM-L6-v2 model of the ``embed`` extra, Apache-2.0, 0.2 MB in the wheel) lists for each
-index stem of about 21,000 common English words its nearest other words, each with the cosine similarity
-of the two words embedded alone. Recall takes, for each informative query word, its table neighbours at
+from the all-MiniLM-L6-v2 model of the ``embed`` extra, Apache-2.0, 51 kB in the wheel) lists, for the
+2,116 index stems of about 21,000 common English words that have any, their nearest other words (at most
+six, cosine similarity of the two words embedded alone at least 0.8). Recall takes, for each informative query word, its table neighbours at
 similarity at least ``SYNONYM_MIN_SIMILARITY`` (at most ``SYNONYM_MAX`` per word) that the store's index
 holds, keeps the rarest within the query's posting budget, and searches them as one more BM25 query; a
 fact it finds gains ``SYNONYM_WEIGHT`` x that score (:func:`.keyword.keyword_evidence`), so a synonym
