@@ -2,17 +2,18 @@
 
 A fact that says "grandmother" answers a question about "grandma", yet shares no word with it; without an
 embedder, keyword recall cannot find it. ``data/synonyms.tsv`` (built by ``benchmarks/synonym_table.py``
-from the all-MiniLM-L6-v2 model of the ``embed`` extra, Apache-2.0, 51 kB in the wheel) lists, for the
-2,116 index stems of about 21,000 common English words that have any, their nearest other words (at most
-six, cosine similarity of the two words embedded alone at least 0.8). Recall takes, for each informative query word, its table neighbours at
-similarity at least ``SYNONYM_MIN_SIMILARITY`` (at most ``SYNONYM_MAX`` per word) that the store's index
-holds, keeps the rarest within the query's posting budget, and searches them as one more BM25 query; a
-fact it finds gains ``SYNONYM_WEIGHT`` x that score (:func:`.keyword.keyword_evidence`), so a synonym
-match counts for less than the same match on the query's own word. A fact found only this way has keyword
-evidence of its own (it contains a word the table holds near-equivalent to a query word) and its receipt
-names it (``keyword_source`` ``"synonym"``, ``keyword_synonym`` "grandmother for grandma"). Synonyms do
-not count as query coverage, so such a fact's readable relevance stays low and a result list led by one
-gets the weak-match feedback, whose ``memory_alias`` suggestion is how a person confirms the equivalence.
+from the all-MiniLM-L6-v2 model of the ``embed`` extra, Apache-2.0, 51 kB in the wheel) lists, for the 2,116
+index stems of about 21,000 common English words that have any, their nearest other words (at most six,
+cosine similarity of the two words embedded alone at least 0.8). Recall takes, for each informative query
+word, its table neighbours at similarity at least ``SYNONYM_MIN_SIMILARITY`` (at most ``SYNONYM_MAX`` per
+word) that the store's index holds, keeps the rarest within the query's posting budget, and searches them as
+one more BM25 query; a fact it finds gains ``SYNONYM_WEIGHT`` x that score
+(:func:`.keyword.keyword_evidence`), so a synonym match counts for less than the same match on the query's
+own word. A fact found only this way has keyword evidence of its own (it contains a word the table holds
+near-equivalent to a query word) and its receipt names it (``keyword_source`` ``"synonym"``,
+``keyword_synonym`` "grandmother for grandma"). Synonyms do not count as query coverage, so such a fact's
+readable relevance stays low and a result list led by one gets the weak-match feedback, whose
+``memory_alias`` suggestion is how a person confirms the equivalence.
 
 The table is read on the first lookup (one file read, no parsing) and binary-searched per word.
 """
