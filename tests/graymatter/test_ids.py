@@ -15,7 +15,7 @@ from graymatter.ids import is_ulid, new_ulid, new_ulids
 def _decode(value: str) -> int:
     number = 0
     for char in value:
-        number = number * 32 + ids._ALPHABET.index(char)
+        number = number * 32 + ids.ALPHABET.index(char)
     return number
 
 
@@ -37,7 +37,7 @@ def test_the_bulk_encoding_is_the_one_by_one_encoding(monkeypatch: pytest.Monkey
         monkeypatch.setattr(ids, "_last_rand", start - 1)
         batch = new_ulids(4)
         moment, first = _decode(batch[0]) >> 80, _decode(batch[0]) & ((1 << 80) - 1)
-        expected = [ids._encode(moment, 10) + ids._encode(first + k, 16) for k in range(4)]
+        expected = [ids.encode(moment, 10) + ids.encode(first + k, 16) for k in range(4)]
         assert batch == expected
         if start + 4 <= 1 << 80:
             assert (moment, first) == (1 << 47, start)

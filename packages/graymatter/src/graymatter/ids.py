@@ -11,7 +11,8 @@ import re
 import threading
 import time
 
-_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+"""Crockford base-32 digits, by value."""
 ULID_PATTERN = re.compile(r"^[0-9A-HJKMNP-TV-Z]{26}$")
 
 _lock = threading.Lock()
@@ -19,10 +20,11 @@ _last_ms = -1
 _last_rand = 0
 
 
-def _encode(value: int, length: int) -> str:
+def encode(value: int, length: int) -> str:
+    """``value`` as ``length`` Crockford base-32 digits (the low ``5 * length`` bits)."""
     chars = []
     for _ in range(length):
-        chars.append(_ALPHABET[value & 31])
+        chars.append(ALPHABET[value & 31])
         value >>= 5
     return "".join(reversed(chars))
 
@@ -38,10 +40,10 @@ def new_ulid(now_ms: int | None = None) -> str:
         else:
             rand = int.from_bytes(os.urandom(10), "big")
         _last_ms, _last_rand = ms, rand
-    return _encode(ms, 10) + _encode(rand, 16)
+    return encode(ms, 10) + encode(rand, 16)
 
 
-_PAIRS = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
+PAIRS = tuple(a + b for a in ALPHABET for b in ALPHABET)
 """The two-character encoding of every 10-bit value (index = value)."""
 
 
@@ -66,12 +68,12 @@ def new_ulid_run(count: int) -> tuple[int, list[str]]:
         if first + count > 1 << 80:  # the random part would wrap: move on to the next millisecond
             ms, first = ms + 1, 0
         _last_ms, _last_rand = ms, first + count - 1
-    head_ms, pairs = _encode(ms, 10), _PAIRS
+    head_ms, pairs = encode(ms, 10), PAIRS
     out: list[str] = []
     rand, end = first, first + count
     while rand < end:  # a block of ids that differ in their last two characters only (1,024 at most)
         stop = min(end, (rand | 1023) + 1)
-        head = head_ms + _encode(rand >> 20, 12) + pairs[(rand >> 10) & 1023]
+        head = head_ms + encode(rand >> 20, 12) + pairs[(rand >> 10) & 1023]
         out.extend(map(head.__add__, pairs[rand & 1023 : ((stop - 1) & 1023) + 1]))
         rand = stop
     return ms << 80 | first, out

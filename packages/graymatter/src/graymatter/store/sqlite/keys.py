@@ -20,7 +20,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from graymatter.ids import _PAIRS
+from graymatter.ids import ALPHABET, PAIRS, encode
 
 KIND_CODES = {"fact": 0, "alias": 1}
 KINDS = ("fact", "alias")
@@ -49,7 +49,6 @@ def agents_in(count: int) -> str:
     return f"agent IN (SELECT CAST(value AS INTEGER) FROM meta WHERE key IN ({keys}))"
 
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 IDS_KEPT = 65_536
 """Ids remembered both ways (a recall reads and asks for the same few again and again)."""
 _IDS: dict[bytes, str] = {}
@@ -67,9 +66,7 @@ def _remember(key: bytes, text: str) -> None:
 
 
 _DIGITS = bytes(
-    "0123456789ABCDEFGHIJKLMNOPQRSTUV"["0123456789ABCDEFGHJKMNPQRSTVWXYZ".index(chr(b))].encode()[0]
-    if chr(b) in "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-    else ord("!")
+    "0123456789ABCDEFGHIJKLMNOPQRSTUV"[ALPHABET.index(chr(b))].encode()[0] if chr(b) in ALPHABET else ord("!")
     for b in range(256)
 )
 """Crockford base-32 characters -> the digits ``int(..., 32)`` reads, everything else -> ``!`` (which it
@@ -136,11 +133,11 @@ def fact_id(stored: bytes | str) -> str:
     head = _TIMES.get(stored[:6])
     if head is None:
         n = int.from_bytes(stored[:6], "big")
-        head = "".join(_CROCKFORD[(n >> shift) & 31] for shift in range(45, -5, -5))
+        head = encode(n, 10)
         if len(_TIMES) > IDS_KEPT:
             _TIMES.clear()
         _TIMES[stored[:6]] = head
-    n, p = int.from_bytes(stored[6:], "big"), _PAIRS
+    n, p = int.from_bytes(stored[6:], "big"), PAIRS
     text = (
         head + p[n >> 70] + p[(n >> 60) & 1023] + p[(n >> 50) & 1023] + p[(n >> 40) & 1023]
         + p[(n >> 30) & 1023] + p[(n >> 20) & 1023] + p[(n >> 10) & 1023] + p[n & 1023]
