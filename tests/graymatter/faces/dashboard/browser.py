@@ -80,17 +80,44 @@ def click_and_wait(element: Any, *, confirm: bool = False) -> None:
     element.click()
     if confirm:
         WebDriverWait(driver, 20).until(expected_conditions.alert_is_present()).accept()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    wait_until_replaced(driver, old)
     WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def back_and_wait(driver: Any) -> None:
     """Go back one page and wait until the previous document has replaced the current one."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     old = driver.find_element(By.TAG_NAME, "html")
     driver.back()
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    wait_until_replaced(driver, old)
     WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
+def wait_until_replaced(driver: Any, old: Any) -> None:
+    """Wait until the document holding ``old`` (an element of it) has been replaced."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 30).until(lambda _driver: _replaced(old))
+
+
+_GONE_FROM_THE_DOCUMENT = ("does not belong to the document", "No node with given id")
+"""How Chromium answers a question about a node of a document that was just replaced, when it does not
+answer "stale element" (a race inside the driver: the node id is resolved against the new document)."""
+
+
+def _replaced(element: Any) -> bool:
+    """Whether ``element``'s document has been replaced: ``staleness_of``, also counting the answer
+    Chromium gives when the question races the new document (:data:`_GONE_FROM_THE_DOCUMENT`)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    try:
+        element.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as exc:
+        if any(sign in (exc.msg or "") for sign in _GONE_FROM_THE_DOCUMENT):
+            return True
+        raise
+    return False

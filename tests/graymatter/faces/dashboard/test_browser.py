@@ -6,9 +6,14 @@ from typing import Any
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
-from tests.graymatter.faces.dashboard.browser import back_and_wait, click_and_wait, hook_state, shoot
+from tests.graymatter.faces.dashboard.browser import (
+    back_and_wait,
+    click_and_wait,
+    hook_state,
+    shoot,
+    wait_until_replaced,
+)
 from tests.graymatter.faces.dashboard.conftest import HOSTILE, HOSTILE_AGENT, Seeded, login
 
 from support.processes import ServerProcess
@@ -163,7 +168,6 @@ def test_every_write_action(browser: Any, server: ServerProcess) -> None:
 def _get_graph(driver: Any, url: str) -> None:
     """Open the graph page and wait until it shows its graph. Under load, the navigation that follows a
     confirmed form (POST, then its redirect) can still be in flight and replace the page asked for."""
-    from selenium.webdriver.support.ui import WebDriverWait
 
     def shown(d: Any) -> bool:
         if d.current_url != url:
@@ -247,7 +251,7 @@ def _forge(driver: Any, action: str, agent: str, text: str) -> None:
     """Post a hand-made action form from the current page (with its valid CSRF token)."""
     old = driver.find_element(By.TAG_NAME, "html")
     driver.execute_script(_FORGE, action, agent, text)
-    WebDriverWait(driver, 30).until(expected_conditions.staleness_of(old))
+    wait_until_replaced(driver, old)
 
 
 _FORGE = """
