@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 from graymatter.constants import DEFAULT_RELATION, Confidence
 
@@ -246,6 +246,21 @@ class ConsolidationReport(_Model):
     consumed_ids: list[str] = Field(default_factory=list)
     summariser: str | None = None
     summariser_error: str | None = None
+
+
+class CompactReport(_Model):
+    """What ``compact`` did to a store: its size on disk before and after (bytes; for PostgreSQL the
+    graymatter tables with their indexes and TOAST)."""
+
+    store: str
+    bytes_before: int = Field(ge=0)
+    bytes_after: int = Field(ge=0)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def bytes_returned(self) -> int:
+        """Bytes the compaction gave back (0 when the store did not shrink)."""
+        return max(0, self.bytes_before - self.bytes_after)
 
 
 class ExportBundle(_Model):

@@ -39,6 +39,7 @@ SCENARIOS: list[tuple[str, list[str]]] = [  # (command, argv after the global fl
     ("checkpoint list", ["checkpoint", "list", "a"]),
     ("checkpoint resume", ["checkpoint", "resume", "a"]),
     ("consolidate", ["consolidate", "a"]),
+    ("compact", ["compact"]),
     ("stats", ["stats"]),
     ("agents", ["agents"]),
     ("export", ["export", "--format", "json", "--out", "export.json"]),

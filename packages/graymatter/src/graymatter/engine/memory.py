@@ -32,6 +32,7 @@ from graymatter.engine.memory_transfer import TransferMethods
 from graymatter.errors import GraymatterError, InvalidInput, NotFound
 from graymatter.ids import new_ulid
 from graymatter.models import (
+    CompactReport,
     ConsolidationReport,
     Fact,
     Interface,
@@ -306,6 +307,13 @@ class Memory(RecallMethods, CheckpointMethods, TransferMethods):
         report = consolidate(self.store, agent_id, self.config, self.summariser, now)
         self.store.reset_write_counter(agent_id)
         return report
+
+    def compact(self) -> CompactReport:
+        """Give the store's free space back and merge its full-text index (``Store.compact``), after the
+        pending access bookkeeping is written; every fact, checkpoint and answer stays as it was."""
+        self._access.flush()
+        before, after = self.store.compact()
+        return CompactReport(store=self.store.url, bytes_before=before, bytes_after=after)
 
     def latest_facts(
         self, agent_id: str, limit: int, *, include_superseded: bool = True

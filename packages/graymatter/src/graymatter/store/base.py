@@ -77,6 +77,11 @@ class Store(Protocol):
     def token_store(self) -> TokenStore:
         """The scoped-token storage that lives next to this store's data."""
 
+    def compact(self) -> tuple[int, int]:
+        """Give free space back (pages left by deletions, supersessions and migrations) and merge the
+        full-text index, keeping every record and answer as it was; return the store's size in bytes
+        before and after. Other processes may keep reading and writing meanwhile (writers wait)."""
+
     # -- facts -------------------------------------------------------------------------------------
     def add_facts(
         self, facts: Sequence[Fact], vectors: Vectors = None, embedding_model: str | None = None

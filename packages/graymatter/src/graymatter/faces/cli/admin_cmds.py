@@ -1,4 +1,4 @@
-"""The store-wide commands: consolidate, stats, agents, export, import and demo."""
+"""The store-wide commands: consolidate, compact, stats, agents, export, import and demo."""
 
 from __future__ import annotations
 
@@ -26,6 +26,27 @@ def cmd_consolidate(args: argparse.Namespace) -> int:
         line += f" (summariser failed: {result.summariser_error})"
     report(args, result, line + ".")
     return EXIT_OK
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    with open_memory(args, existing=True) as memory:
+        result = memory.compact()
+    line = (
+        f"Compacted {result.store}: {_size(result.bytes_before)} -> {_size(result.bytes_after)} "
+        f"({_size(result.bytes_returned)} returned)."
+    )
+    report(args, result, line)
+    return EXIT_OK
+
+
+def _size(count: int) -> str:
+    """A byte count for people: ``812 B``, ``48.0 kB``, ``3.2 MB``, ``1.4 GB`` (powers of 1,000)."""
+    if count < 1_000:
+        return f"{count} B"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
+        if count < scale * 1_000 or unit == "GB":
+            return f"{count / scale:.1f} {unit}"
+    raise AssertionError("unreachable")
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -111,6 +132,12 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("consolidate", parents=[common], help="run one decay/summarise/prune cycle now")
     p.add_argument("agent")
     p.set_defaults(func=cmd_consolidate)
+    p = sub.add_parser(
+        "compact",
+        parents=[common],
+        help="give free space back to the disk and merge the full-text index (after a migration, say)",
+    )
+    p.set_defaults(func=cmd_compact)
     p = sub.add_parser("stats", parents=[common], help="counts per agent")
     p.add_argument("agent", nargs="?")
     p.set_defaults(func=cmd_stats)

@@ -31,7 +31,7 @@ COMMANDS: dict[str, str] = {
         ("remember", "recall", "revise", "forget", "pin", "unpin", "alias", "link", "list"), _MEMORY
     ),
     "checkpoint": _CHECKPOINT,
-    **dict.fromkeys(("consolidate", "stats", "agents", "export", "import", "demo"), _ADMIN),
+    **dict.fromkeys(("consolidate", "compact", "stats", "agents", "export", "import", "demo"), _ADMIN),
     "mcp": _MCP,
     **dict.fromkeys(("serve", "token", "migrate"), _SERVER),
     **dict.fromkeys(("hook", "hooks", "status", "context-sync"), _HOOKS),

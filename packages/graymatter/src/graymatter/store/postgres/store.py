@@ -39,7 +39,7 @@ unaffected).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from graymatter.store.decay import SharedDecay
 from graymatter.store.fts import FtsTokenizer
@@ -52,6 +52,8 @@ from graymatter.store.postgres.tokens import PostgresTokenStore
 from graymatter.store.tokens import TokenStore
 
 if TYPE_CHECKING:
+    import psycopg
+
     from graymatter.store.base import Store
 
 
@@ -83,6 +85,20 @@ class PostgresStore(PostgresFactWrites, PostgresRecallReads, SharedDecay):
         """The scoped tokens of this store: its ``gm_tokens`` table (shared by every server)."""
         return PostgresTokenStore(self._read, self._write)
 
+    def compact(self) -> tuple[int, int]:
+        """``VACUUM (ANALYZE)`` of every graymatter table: the space of dead rows (superseded postings,
+        pruned facts, old counters) becomes reusable, empty pages at a table's end go back to the file
+        system, and planner statistics are fresh. Tables are not rewritten: ``VACUUM FULL`` would lock every
+        client out meanwhile, a decision for the database's administrator; so the size may stay the same.
+        Returns the tables' bytes (indexes and TOAST included) before and after."""
+        before = self._read(_tables_bytes)
+        tables = [row[0] for row in self._read(lambda c: c.execute(_GM_TABLES).fetchall())]
+        # not in a transaction (VACUUM refuses one): the pool's connections are in autocommit, and a repeat
+        # after a lost connection is harmless
+        vacuum = "VACUUM (ANALYZE) " + ", ".join(f'"{name}"' for name in tables)
+        self._read(lambda c: c.execute(vacuum))
+        return before, self._read(_tables_bytes)
+
     # -- counters ----------------------------------------------------------------------------------
     def bump_write_counter(self, agent_id: str, by: int = 1) -> int:
         """Atomically add ``by`` to the agent's writes-since-consolidation counter; return the new value."""
@@ -100,6 +116,19 @@ class PostgresStore(PostgresFactWrites, PostgresRecallReads, SharedDecay):
         self._bookkeeping_write(
             lambda c: c.execute("DELETE FROM gm_counters WHERE agent_id = %s", (agent_id,))
         )
+
+
+_GM_TABLES = (
+    "SELECT c.relname FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'gm\\_%' "
+    "AND c.relnamespace = current_schema()::regnamespace ORDER BY 1"
+)
+"""The graymatter tables of the store's schema."""
+
+
+def _tables_bytes(c: psycopg.Connection[Any]) -> int:
+    """Bytes on disk of the graymatter tables, their indexes and TOAST included."""
+    sql = _GM_TABLES.replace("c.relname FROM", "coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM")
+    return int(one(c.execute(sql.removesuffix(" ORDER BY 1")).fetchone())[0])
 
 
 if TYPE_CHECKING:

@@ -73,3 +73,14 @@ def create_database_file(path: Path, data_dir: Path) -> None:
         raise StoreUnavailable(
             f"cannot create {path}: {exc.strerror or exc}; check that {data_dir} is writable"
         ) from None
+
+
+def database_bytes(path: Path) -> int:
+    """Bytes on disk of the database file and its write-ahead log (0 for a file that is not there)."""
+    total = 0
+    for part in (path, path.with_name(path.name + "-wal")):
+        try:
+            total += part.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total

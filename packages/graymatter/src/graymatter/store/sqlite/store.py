@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 from graymatter.errors import StoreUnavailable
 from graymatter.fsutil import ensure_private_dir
 from graymatter.store.sqlite import schema
+from graymatter.store.sqlite.connection import BUSY_TIMEOUT_MS, retry_busy, translate
 from graymatter.store.sqlite.decay import SQLiteDecay
 from graymatter.store.sqlite.facts import SQLiteFactWrites
-from graymatter.store.sqlite.files import create_database_file, validate_database_file
+from graymatter.store.sqlite.files import create_database_file, database_bytes, validate_database_file
 from graymatter.store.sqlite.keys import AgentNames
 from graymatter.store.sqlite.reads import PAGES, SQLiteFactReads
 from graymatter.store.sqlite.rows import DIALECT, decode_fact
@@ -35,6 +36,11 @@ from graymatter.store.tokens import TokenStore
 
 if TYPE_CHECKING:
     from graymatter.store.base import Store
+
+CHECKPOINT_WAIT_MS = 5_000
+"""After ``VACUUM`` the WAL holds the whole new file until a checkpoint copies it back and empties it; a
+reader still inside the old snapshot holds that up, and :meth:`SQLiteStore.compact` waits for readers this
+long (then the WAL stays until a later checkpoint, which every write brings)."""
 
 
 class SQLiteStore(SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLiteVectors, SQLiteDecay):
@@ -74,6 +80,34 @@ class SQLiteStore(SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLite
     def token_store(self) -> TokenStore:
         """The scoped tokens of this store: ``<dir>/tokens.db``."""
         return SQLiteTokenStore(self.data_dir)
+
+    def compact(self) -> tuple[int, int]:
+        """Merge the full-text index into one segment, ``VACUUM`` the file and empty the WAL; return the
+        bytes of file and WAL before and after.
+
+        ``VACUUM`` rebuilds the file without its free pages (a schema migration leaves the old table's,
+        pruning and supersession leave others) and keeps every rowid (each table has an ``INTEGER PRIMARY
+        KEY`` or none), so the full-text index, text keys and vectors stay valid. It is one write
+        transaction: other processes keep reading, writers wait, and a failure (a full disk) changes
+        nothing. It needs free space about the store's size twice over: a copy in SQLite's temporary
+        directory (``SQLITE_TMPDIR``, not memory) and the new pages in the WAL."""
+        before = database_bytes(self.path)
+        self._write(lambda c: c.execute("INSERT INTO facts_fts(facts_fts) VALUES ('optimize')"))
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA temp_store = FILE")
+            retry_busy(lambda: conn.execute("VACUUM"))
+            conn.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, self.path) from None
+        finally:
+            conn.close()
+        return before, database_bytes(self.path)
 
     # -- counters ----------------------------------------------------------------------------------
     def bump_write_counter(self, agent_id: str, by: int = 1) -> int:
