@@ -55,3 +55,10 @@ def test_each_layout_takes_every_row_and_indexes_every_live_text(tmp_path: Path,
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
     finally:
         conn.close()
+
+
+def test_the_upgrade_row_measures_a_migration_and_the_compaction_after_it() -> None:
+    figures = storage_layout._upgrade(2_000)
+    assert figures["compacted_bytes_per_fact"] < figures["migrated_bytes_per_fact"]
+    assert figures["schema8_bytes_per_fact"] > 0
+    assert figures["migrate_s"] > 0 and figures["compact_s"] > 0

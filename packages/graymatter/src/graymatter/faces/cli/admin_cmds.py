@@ -135,7 +135,7 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "compact",
         parents=[common],
-        help="give free space back to the disk and merge the full-text index (after a migration, say)",
+        help="give free space back to the disk and merge the full-text index (after pruning, say)",
     )
     p.set_defaults(func=cmd_compact)
     p = sub.add_parser("stats", parents=[common], help="counts per agent")

@@ -275,8 +275,14 @@ def _migrate(db: SQLiteConnections, conn: sqlite3.Connection) -> None:
     db._write(apply)
 
 
-def open_schema(db: SQLiteConnections) -> None:
-    """Bring the database to :data:`SCHEMA_VERSION`, refusing newer or foreign ones unmodified."""
+REWRITES_FACTS = 9
+"""The newest migration that copies the whole facts table (schema 9): a store that had data before it keeps
+the old table's pages free in the file, about a third of it, until a compaction gives them back."""
+
+
+def open_schema(db: SQLiteConnections) -> int:
+    """Bring the database to :data:`SCHEMA_VERSION`, refusing newer or foreign ones unmodified; return the
+    version it had (0 for a new file)."""
     conn = db._connect()
     db._local.conn = conn
     try:
@@ -286,6 +292,7 @@ def open_schema(db: SQLiteConnections) -> None:
             _migrate(db, conn)
         else:
             configure(conn)
+        return version
     except sqlite3.Error as exc:
         db.close()
         raise translate(exc, db.path) from None

@@ -11,6 +11,7 @@ byte being written.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sqlite3
@@ -19,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graymatter.errors import StoreUnavailable
+from graymatter.errors import StorageError, StoreUnavailable
 from graymatter.fsutil import ensure_private_dir
 from graymatter.store.sqlite import schema
 from graymatter.store.sqlite.connection import BUSY_TIMEOUT_MS, retry_busy, translate
@@ -65,7 +66,9 @@ class SQLiteStore(SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLite
             validate_database_file(self.path)
         else:
             create_database_file(self.path, self.data_dir)
-        schema.open_schema(self)
+        if 0 < schema.open_schema(self) < schema.REWRITES_FACTS:
+            with contextlib.suppress(StorageError):  # the store works without it: ``compact`` can follow
+                self.compact()  # an upgraded store should not grow by the old table it no longer reads
 
     def __enter__(self) -> SQLiteStore:
         return self
