@@ -230,6 +230,42 @@ def _searches(memory: Memory) -> dict[str, Any]:
     return out
 
 
+DATA = Path(__file__).parents[1] / "graymatter" / "store" / "sqlite" / "data"
+"""Where the committed stores and answers are."""
+
+
+def fixture_copy(tmp_path: Path, name: str) -> Path:
+    """A private copy of the committed schema-8 store ``name`` (``keyword`` or ``vectors``): its directory."""
+    from graymatter.store.sqlite.schema import DB_FILENAME
+
+    directory = tmp_path / name
+    directory.mkdir(mode=0o700)
+    db = directory / DB_FILENAME
+    db.write_bytes(gzip.decompress((DATA / f"schema8-{name}.db.gz").read_bytes()))
+    db.chmod(0o600)
+    return directory
+
+
+def recorded(name: str) -> Any:
+    """What graymatter at schema 8 answered from the store ``name`` (:func:`answers`)."""
+    return json.loads(gzip.decompress((DATA / "schema8-answers.json.gz").read_bytes()))[name]
+
+
+def fixture_memory(directory: Path, name: str) -> Memory:
+    """The ``Memory`` the answers were recorded with (the hashing embedder for ``vectors``)."""
+    embedder = HashingEmbedder(32) if name == "vectors" else None
+    return Memory(directory, config=MemoryConfig(async_consolidate=False), embedder=embedder, summariser=None)
+
+
+def raw_sql(db: Path, sql: str) -> list[tuple[Any, ...]]:
+    """``sql``'s rows from the database file, on a plain connection of its own."""
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
 def _write(target: Path, name: str, vectors: bool) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp())
     embedder = HashingEmbedder(32) if vectors else None

@@ -8,7 +8,6 @@ it). ``Memory.compact`` / ``graymatter compact`` also gives back what pruning fr
 
 from __future__ import annotations
 
-import gzip
 import json
 import sqlite3
 import stat
@@ -18,68 +17,41 @@ from typing import Any
 
 import pytest
 
-from graymatter import Memory
-from graymatter.config import MemoryConfig
-from graymatter.engine.embeddings import HashingEmbedder
 from graymatter.store.sqlite import store as sqlite_store
 from graymatter.store.sqlite.schema import DB_FILENAME
-from support.schema8_fixture import answers
-
-DATA = Path(__file__).parent / "data"
-
-
-def _fixture(tmp_path: Path, name: str) -> Path:
-    directory = tmp_path / name
-    directory.mkdir(mode=0o700)
-    db = directory / DB_FILENAME
-    db.write_bytes(gzip.decompress((DATA / f"schema8-{name}.db.gz").read_bytes()))
-    db.chmod(0o600)
-    return directory
-
-
-def _memory(directory: Path, name: str) -> Memory:
-    embedder = HashingEmbedder(32) if name == "vectors" else None
-    return Memory(directory, config=MemoryConfig(async_consolidate=False), embedder=embedder, summariser=None)
-
-
-def _raw(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+from support.schema8_fixture import answers, fixture_copy, fixture_memory, raw_sql, recorded
 
 
 @pytest.mark.parametrize("name", ["keyword", "vectors"])
 def test_an_upgraded_store_gives_its_old_pages_back_and_answers_as_schema_8_did(
     tmp_path: Path, name: str
 ) -> None:
-    directory = _fixture(tmp_path, name)
+    directory = fixture_copy(tmp_path, name)
     db = directory / DB_FILENAME
-    with _memory(directory, name) as memory:  # opening migrates to schema 9, then compacts once
-        assert _raw(db, "PRAGMA freelist_count") == [(0,)]  # the copied table's old pages are gone
+    with fixture_memory(directory, name) as memory:  # opening migrates to schema 9, then compacts once
+        assert raw_sql(db, "PRAGMA freelist_count") == [(0,)]  # the copied table's old pages are gone
         report = memory.compact()  # and again, asked for: nothing is lost either way
         found = json.loads(json.dumps(answers(memory)))
-    recorded = json.loads(gzip.decompress((DATA / "schema8-answers.json.gz").read_bytes()))[name]
-    for key in recorded:  # one key at a time: a difference names what differs
-        assert found[key] == recorded[key], key
+    expected = recorded(name)
+    for key in expected:  # one key at a time: a difference names what differs
+        assert found[key] == expected[key], key
     assert report.store == f"sqlite:///{db}"
     assert report.bytes_after == db.stat().st_size  # the WAL was emptied into the file
-    assert _raw(db, "PRAGMA integrity_check") == [("ok",)]
-    assert _raw(db, "INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')") == []
+    assert raw_sql(db, "PRAGMA integrity_check") == [("ok",)]
+    assert raw_sql(db, "INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')") == []
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
 
 
 def test_compact_gives_back_what_pruning_freed(tmp_path: Path) -> None:
-    with _memory(tmp_path / "gm", "keyword") as memory:
+    with fixture_memory(tmp_path / "gm", "keyword") as memory:
         facts = memory.remember_many("a", [f"deploy note {i} on the staging cluster" for i in range(3_000)])
         memory.store.delete_facts([f.id for f in facts[:2_500]])  # what pruning does to decayed facts
         db = tmp_path / "gm" / DB_FILENAME
-        assert _raw(db, "PRAGMA freelist_count")[0][0] > 0
+        assert raw_sql(db, "PRAGMA freelist_count")[0][0] > 0
         report = memory.compact()
         kept = [f.id for f in memory.list("a")]
         hits = [h.id for h in memory.recall("a", "deploy note 2999", top_k=1)]
-    assert _raw(db, "PRAGMA freelist_count") == [(0,)]
+    assert raw_sql(db, "PRAGMA freelist_count") == [(0,)]
     assert report.bytes_after < report.bytes_before
     assert report.bytes_returned == report.bytes_before - report.bytes_after
     assert kept == [f.id for f in facts[2_500:]]
@@ -92,7 +64,7 @@ def test_a_reader_holding_a_snapshot_bounds_the_wait_and_loses_nothing(
     """A reader holding a snapshot keeps the WAL from being emptied: compact waits for it a bounded time,
     reports the bytes it measured (the WAL included), and every write before and after stays."""
     monkeypatch.setattr(sqlite_store, "CHECKPOINT_WAIT_MS", 50)
-    with _memory(tmp_path / "gm", "keyword") as memory:
+    with fixture_memory(tmp_path / "gm", "keyword") as memory:
         first = memory.remember_many("a", [f"deploy note {i} on the staging cluster" for i in range(300)])
         memory.forget("a", first[0].text)
         reader = sqlite3.connect(tmp_path / "gm" / DB_FILENAME, isolation_level=None)
@@ -107,7 +79,7 @@ def test_a_reader_holding_a_snapshot_bounds_the_wait_and_loses_nothing(
         assert report.bytes_after > 0
         assert [h.id for h in memory.recall("a", "write after the compaction", top_k=1)] == [later.id]
         assert len(memory.list("a", include_superseded=False)) == 300
-    assert _raw(tmp_path / "gm" / DB_FILENAME, "PRAGMA integrity_check") == [("ok",)]
+    assert raw_sql(tmp_path / "gm" / DB_FILENAME, "PRAGMA integrity_check") == [("ok",)]
 
 
 def test_the_command_reports_what_it_gave_back_and_never_creates_a_store(

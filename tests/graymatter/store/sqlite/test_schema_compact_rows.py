@@ -10,11 +10,9 @@ was, or migrated whole.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -24,9 +22,6 @@ from typing import Any
 
 import pytest
 
-from graymatter import Memory
-from graymatter.config import MemoryConfig
-from graymatter.engine.embeddings import HashingEmbedder
 from graymatter.errors import CorruptRecord
 from graymatter.ids import is_ulid, new_ulid, new_ulids
 from graymatter.models import Fact
@@ -34,75 +29,46 @@ from graymatter.store.sqlite.keys import fact_id
 from graymatter.store.sqlite.schema import DB_FILENAME, SCHEMA_VERSION
 from graymatter.store.sqlite.store import SQLiteStore
 from support.old_schema import old_schema_db
-from support.schema8_fixture import answers
-
-DATA = Path(__file__).parent / "data"
-
-
-def _fixture(tmp_path: Path, name: str) -> Path:
-    """A private copy of a schema-8 store from ``data/``: its directory."""
-    directory = tmp_path / name
-    directory.mkdir(mode=0o700)
-    db = directory / DB_FILENAME
-    db.write_bytes(gzip.decompress((DATA / f"schema8-{name}.db.gz").read_bytes()))
-    db.chmod(0o600)
-    return directory
-
-
-def _recorded(name: str) -> Any:
-    return json.loads(gzip.decompress((DATA / "schema8-answers.json.gz").read_bytes()))[name]
-
-
-def _memory(directory: Path, name: str) -> Memory:
-    embedder = HashingEmbedder(32) if name == "vectors" else None
-    return Memory(directory, config=MemoryConfig(async_consolidate=False), embedder=embedder, summariser=None)
-
-
-def _raw(db: Path, sql: str) -> list[tuple[Any, ...]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
+from support.schema8_fixture import answers, fixture_copy, fixture_memory, raw_sql, recorded
 
 
 @pytest.mark.parametrize("name", ["keyword", "vectors"])
 def test_a_schema_8_store_migrates_and_answers_as_schema_8_did(tmp_path: Path, name: str) -> None:
-    directory = _fixture(tmp_path, name)
-    assert _raw(directory / DB_FILENAME, "PRAGMA user_version") == [(8,)]
-    with _memory(directory, name) as memory:
+    directory = fixture_copy(tmp_path, name)
+    assert raw_sql(directory / DB_FILENAME, "PRAGMA user_version") == [(8,)]
+    with fixture_memory(directory, name) as memory:
         found = json.loads(json.dumps(answers(memory)))
-    recorded = _recorded(name)
-    assert found.keys() == recorded.keys()
-    for key in recorded:  # one key at a time: a difference names what differs
-        assert found[key] == recorded[key], key
+    expected = recorded(name)
+    assert found.keys() == expected.keys()
+    for key in expected:  # one key at a time: a difference names what differs
+        assert found[key] == expected[key], key
     db = directory / DB_FILENAME
-    assert _raw(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    assert _raw(db, "PRAGMA integrity_check") == [("ok",)]
-    assert _raw(db, "INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')") == []
+    assert raw_sql(db, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
+    assert raw_sql(db, "PRAGMA integrity_check") == [("ok",)]
+    assert raw_sql(db, "INSERT INTO facts_fts(facts_fts) VALUES ('integrity-check')") == []
 
 
 def _schema(db: Path) -> list[tuple[Any, ...]]:
-    return _raw(db, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
+    return raw_sql(db, "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name")
 
 
 def test_the_migrated_rows_are_the_compact_ones_a_new_store_writes(tmp_path: Path) -> None:
-    directory = _fixture(tmp_path, "keyword")
+    directory = fixture_copy(tmp_path, "keyword")
     db = directory / DB_FILENAME
-    before = _raw(db, "SELECT rowid, id, agent_id, text, kind FROM facts ORDER BY rowid")
-    fts = _raw(db, "SELECT rowid FROM facts_fts WHERE facts_fts MATCH 'deploy OR note' ORDER BY 1")
-    keys = _raw(db, "SELECT * FROM facts_text ORDER BY 1, 2")
+    before = raw_sql(db, "SELECT rowid, id, agent_id, text, kind FROM facts ORDER BY rowid")
+    fts = raw_sql(db, "SELECT rowid FROM facts_fts WHERE facts_fts MATCH 'deploy OR note' ORDER BY 1")
+    keys = raw_sql(db, "SELECT * FROM facts_text ORDER BY 1, 2")
     SQLiteStore(directory).close()
     SQLiteStore(tmp_path / "fresh").close()
     assert _schema(db) == _schema(tmp_path / "fresh" / DB_FILENAME)  # the schema does not depend on history
-    codes = dict(_raw(db, "SELECT key, value FROM meta WHERE key GLOB 'agent_*'"))
+    codes = dict(raw_sql(db, "SELECT key, value FROM meta WHERE key GLOB 'agent_*'"))
     agents = sorted({str(row[2]) for row in before})
     assert codes == {
         **{f"agent_code:{agent}": str(code) for code, agent in enumerate(agents, 1)},
         **{f"agent_name:{code}": agent for code, agent in enumerate(agents, 1)},
         "agent_codes": str(len(agents)),
     }
-    after = _raw(db, "SELECT rowid, id, agent, text, kind FROM facts ORDER BY rowid")
+    after = raw_sql(db, "SELECT rowid, id, agent, text, kind FROM facts ORDER BY rowid")
     assert [(r[0], fact_id(r[1]), agents[r[2] - 1], r[3], ("fact", "alias")[r[4]]) for r in after] == before
     as_text = {fact_id(r[1]) for r in after if isinstance(r[1], str)}
     assert as_text == {  # the imported ids that are no canonical ULID ("L" is no Crockford digit)
@@ -111,14 +77,14 @@ def test_the_migrated_rows_are_the_compact_ones_a_new_store_writes(tmp_path: Pat
     }  # fmt: skip
     assert all(is_ulid(fid) == (fid not in as_text) for fid in (str(r[1]) for r in before))
     assert all(len(r[1]) == 16 for r in after if isinstance(r[1], bytes))
-    assert _raw(db, "SELECT rowid FROM facts_fts WHERE facts_fts MATCH 'deploy OR note' ORDER BY 1") == fts
-    assert _raw(db, "SELECT * FROM facts_text ORDER BY 1, 2") == keys
-    assert "text_hash" not in {str(r[1]) for r in _raw(db, "PRAGMA table_info(facts)")}
+    assert raw_sql(db, "SELECT rowid FROM facts_fts WHERE facts_fts MATCH 'deploy OR note' ORDER BY 1") == fts
+    assert raw_sql(db, "SELECT * FROM facts_text ORDER BY 1, 2") == keys
+    assert "text_hash" not in {str(r[1]) for r in raw_sql(db, "PRAGMA table_info(facts)")}
 
 
 def test_writes_after_the_migration_keep_every_rule(tmp_path: Path) -> None:
-    directory = _fixture(tmp_path, "keyword")
-    with _memory(directory, "keyword") as memory:
+    directory = fixture_copy(tmp_path, "keyword")
+    with fixture_memory(directory, "keyword") as memory:
         bundle = memory.export()
         again = memory.import_bundle(bundle)
         assert (again.facts_added, again.facts_skipped) == (0, len(bundle.facts))
@@ -136,9 +102,9 @@ def test_writes_after_the_migration_keep_every_rule(tmp_path: Path) -> None:
             revised.fact.id
         ]
     db = directory / DB_FILENAME
-    codes = dict(_raw(db, "SELECT key, value FROM meta WHERE key GLOB 'agent_*'"))
+    codes = dict(raw_sql(db, "SELECT key, value FROM meta WHERE key GLOB 'agent_*'"))
     assert codes["agent_code:newcomer"] == "5" and codes["agent_codes"] == "5"
-    assert _raw(db, "PRAGMA integrity_check") == [("ok",)]
+    assert raw_sql(db, "PRAGMA integrity_check") == [("ok",)]
 
 
 _OPEN = """
@@ -197,7 +163,7 @@ def test_a_migration_killed_midway_leaves_the_store_as_it_was(tmp_path: Path) ->
     source = tmp_path / "source"
     _big_schema8_store(source, 20_000)
     original = (source / DB_FILENAME).read_bytes()
-    expected = _raw(source / DB_FILENAME, "SELECT id, agent_id, text FROM facts ORDER BY rowid")
+    expected = raw_sql(source / DB_FILENAME, "SELECT id, agent_id, text FROM facts ORDER BY rowid")
     took, finished = _open_in_child(source, None)  # a whole migration: how long one takes here
     assert finished
     midway = 0
@@ -206,16 +172,16 @@ def test_a_migration_killed_midway_leaves_the_store_as_it_was(tmp_path: Path) ->
         directory.mkdir(mode=0o700)
         (directory / DB_FILENAME).write_bytes(original)
         _, finished = _open_in_child(directory, took * share)
-        version = _raw(directory / DB_FILENAME, "PRAGMA user_version")[0][0]
+        version = raw_sql(directory / DB_FILENAME, "PRAGMA user_version")[0][0]
         assert version in (8, SCHEMA_VERSION) and (version == SCHEMA_VERSION or not finished)
         if version == 8:
             midway += 1
             assert (
-                _raw(directory / DB_FILENAME, "SELECT id, agent_id, text FROM facts ORDER BY rowid")
+                raw_sql(directory / DB_FILENAME, "SELECT id, agent_id, text FROM facts ORDER BY rowid")
                 == expected
             )
         assert _facts(directory) == [(str(r[0]), str(r[1]), str(r[2])) for r in expected]
-        assert _raw(directory / DB_FILENAME, "PRAGMA integrity_check") == [("ok",)]
+        assert raw_sql(directory / DB_FILENAME, "PRAGMA integrity_check") == [("ok",)]
         if midway == 2:
             break
     assert midway == 2  # two kills landed before the migration committed
