@@ -82,6 +82,8 @@ def test_scoped_memory_checks_every_namespace_before_any_effect(memory: Any) -> 
             lambda: scoped.checkpoint_save("b", {}),
             lambda: scoped.export(),
             lambda: scoped.import_bundle({}),
+            scoped.compact,
+            scoped.reembed_pending,
             lambda: scoped.get(memory.list("b")[0].id),
         ):
             with pytest.raises(AccessDenied):
@@ -95,6 +97,12 @@ def test_scoped_memory_checks_every_namespace_before_any_effect(memory: Any) -> 
             scoped.remember("a", "nope")
         with pytest.raises(NoCheckpoint):
             scoped.checkpoint_latest("a")
+    admin = Principal(token_id="t3", agents=frozenset({"*"}), access="read-write")
+    with bind_principal(admin):
+        assert scoped.compact().bytes_after > 0  # the store's upkeep: every namespace, read-write
+    every_reader = Principal(token_id="t4", agents=frozenset({"*"}), access="read")
+    with bind_principal(every_reader), pytest.raises(AccessDenied, match="may not compact"):
+        scoped.compact()
     assert [f.text for f in memory.list("b")] == ["b's fact"]
     assert memory.checkpoint_latest("b").state == {"k": 1}
     assert len(memory.list("a")) == 1

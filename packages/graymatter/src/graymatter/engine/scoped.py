@@ -28,6 +28,7 @@ from graymatter.models import (
     BatchRecallResult,
     Checkpoint,
     CheckpointJSON,
+    CompactReport,
     ConsolidationReport,
     ExportBundle,
     Fact,
@@ -74,6 +75,12 @@ class ScopedMemory:
         if principal is not None and not (principal.all_agents and principal.access == "read-write"):
             raise AccessDenied(f"token {principal.token_id} may not re-embed the store")
         return self._memory.reembed_pending(limit)
+
+    def compact(self) -> CompactReport:
+        principal = current_principal()
+        if principal is not None and not (principal.all_agents and principal.access == "read-write"):
+            raise AccessDenied(f"token {principal.token_id} may not compact the store")
+        return self._memory.compact()
 
     @property
     def last_consolidation_error(self) -> str | None:
