@@ -99,3 +99,24 @@ def test_the_command_reports_what_it_gave_back_and_never_creates_a_store(
     assert human.stdout.startswith(f"Compacted sqlite:///{gm_dir / DB_FILENAME}: ")
     assert human.stdout.rstrip().endswith("returned).")
     assert "Deploys happen on Tuesdays" in cli("recall", "a", "deploy").stdout
+
+
+def test_a_process_with_the_store_open_answers_the_same_after_another_compacts_it(
+    cli: Callable[..., Any], gm_dir: Path
+) -> None:
+    """A server keeps its connections and its memory of cut rows while ``graymatter compact`` runs in
+    another process: its answers stay the same, and its writes afterwards land."""
+    queries = ["deploy window", "staging cluster note", "note 17"]
+    with fixture_memory(gm_dir, "keyword") as server:
+        facts = server.remember_many("a", [f"deploy note {i} on the staging cluster" for i in range(2_000)])
+        server.store.delete_facts([f.id for f in facts[:1_500]])
+        before = [[(h.id, h.ranks) for h in server.recall_explain("a", q, top_k=10)] for q in queries]
+        done = cli("--json", "compact")
+        assert done.code == 0, done.stderr
+        assert json.loads(done.stdout)["bytes_returned"] > 0
+        after = [[(h.id, h.ranks) for h in server.recall_explain("a", q, top_k=10)] for q in queries]
+        later = server.remember("a", "a write after the other process compacted")
+        found = [h.id for h in server.recall("a", "write after the other process compacted", top_k=1)]
+    assert after == before  # the same facts, with the same per-signal ranks
+    assert all(len(hits) == 10 for hits in before)
+    assert found == [later.id]
