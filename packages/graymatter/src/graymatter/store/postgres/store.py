@@ -118,17 +118,18 @@ class PostgresStore(PostgresFactWrites, PostgresRecallReads, SharedDecay):
         )
 
 
-_GM_TABLES = (
-    "SELECT c.relname FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'gm\\_%' "
-    "AND c.relnamespace = current_schema()::regnamespace ORDER BY 1"
+_OUR_TABLES = (
+    "FROM pg_class c WHERE c.relkind = 'r' AND c.relname LIKE 'gm\\_%' "
+    "AND c.relnamespace = current_schema()::regnamespace"
 )
-"""The graymatter tables of the store's schema."""
+"""The graymatter tables of the store's schema (a ``FROM ... WHERE`` over ``pg_class c``)."""
+_GM_TABLES = f"SELECT c.relname {_OUR_TABLES} ORDER BY 1"
+_GM_BYTES = f"SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) {_OUR_TABLES}"
 
 
 def _tables_bytes(c: psycopg.Connection[Any]) -> int:
     """Bytes on disk of the graymatter tables, their indexes and TOAST included."""
-    sql = _GM_TABLES.replace("c.relname FROM", "coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM")
-    return int(one(c.execute(sql.removesuffix(" ORDER BY 1")).fetchone())[0])
+    return int(one(c.execute(_GM_BYTES).fetchone())[0])
 
 
 if TYPE_CHECKING:
