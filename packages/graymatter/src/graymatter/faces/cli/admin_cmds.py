@@ -41,12 +41,10 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
 def _size(count: int) -> str:
     """A byte count for people: ``812 B``, ``48.0 kB``, ``3.2 MB``, ``1.4 GB`` (powers of 1,000)."""
-    if count < 1_000:
-        return f"{count} B"
-    for unit, scale in (("kB", 1e3), ("MB", 1e6), ("GB", 1e9)):
-        if count < scale * 1_000 or unit == "GB":
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
             return f"{count / scale:.1f} {unit}"
-    raise AssertionError("unreachable")
+    return f"{count} B"
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -101,8 +101,7 @@ class SQLiteStore(SQLiteFactWrites, SQLiteFactReads, SQLiteKeywordSearch, SQLite
         except sqlite3.Error as exc:
             raise translate(exc, self.path) from None
         try:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA temp_store = FILE")
+            conn.execute("PRAGMA temp_store = FILE")  # the store's connections keep temp tables in memory
             retry_busy(lambda: conn.execute("VACUUM"))
             conn.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
