@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from graymatter import Memory
 from graymatter.store.sqlite import SQLiteStore
 from graymatter.store.sqlite.keys import fact_id
@@ -16,19 +18,27 @@ def _rowids(store: SQLiteStore) -> dict[str, int]:
     return {fact_id(key): rowid for key, rowid in conn.execute("SELECT id, rowid FROM facts")}
 
 
-def test_a_frequent_word_is_scored_in_the_newest_facts_with_the_full_index_scores(memory: Memory) -> None:
+@pytest.mark.parametrize("budget", [60, 77, 131])
+def test_a_frequent_word_is_scored_in_the_newest_facts_with_the_full_index_scores(
+    memory: Memory, budget: int
+) -> None:
     # 300 facts say "alpha", with lengths that differ so that BM25 orders them; the old ones are the best.
+    # Seven facts without it come first, so the window's bound (a share of the newest rowid, 307) has a
+    # fraction.
+    memory.remember_many("a", [f"beta note {i}" for i in range(7)])
     texts = [f"alpha {'filler ' * (i % 7)}note {i}" for i in range(300)]
     memory.remember_many("a", texts)
     store = memory.store
     assert isinstance(store, SQLiteStore)
     full = store.keyword_search(["a"], ["alpha"], 300)  # no window: 300 postings are within the default
     assert len(full) == 300
-    store.max_scored_postings = 60  # a fifth of the postings: the newest fifth of the rowids
+    # a fifth of the postings at 60: the newest fifth of the rowids, above 245.6; the statement rounds
+    # every bound down to the integer FTS5 can seek to
+    store.max_scored_postings = budget
     windowed = store.keyword_search(["a"], ["alpha"], 10)
     rowid = _rowids(store)
     newest = max(rowid.values())
-    floor = (1.0 - 60 / 300) * newest
+    floor = (1.0 - budget / 300) * newest
     in_window = [hit for hit in full if rowid[hit.fact_id] > floor]
     assert windowed == in_window[:10]  # the same scores and order as the full search, inside the window
     assert [hit.fact_id for hit in full[:10]] != [hit.fact_id for hit in windowed]  # older facts were left

@@ -219,7 +219,10 @@ _CUT_SQL = (
     "FROM facts_fts WHERE facts_fts MATCH ?{window} ORDER BY s, rowid LIMIT ?) AS m "
     "LEFT JOIN facts f ON f.rowid = m.rowid AND {where}"
 )
-_WINDOW_SQL = " AND rowid > (SELECT (1.0 - ?) * max(rowid) FROM facts)"
+_WINDOW_SQL = " AND rowid > (SELECT CAST((1.0 - ?) * max(rowid) AS INTEGER) FROM facts)"
+"""The newest share of the rowids, bounded by an integer: FTS5 seeks its doclists to an integer rowid bound
+and ignores a real one (``fts5GetRowidLimit``), leaving SQLite to filter every posting it visits (27 % of
+a windowed cut at 1M). For the non-negative bound, ``rowid > CAST(x AS INTEGER)`` is ``rowid > x``."""
 
 
 _INNER_SQL = (
