@@ -5,12 +5,18 @@ Per size, in the same run and on the same texts (the seeded engineering corpus):
 * **ingest**: ``Memory.remember_many`` in batches of 1,000 with background consolidation ON (the default
   configuration, keyword-only) against a plain FTS5 table (porter unicode61) filled by ``executemany`` in the
   same batches, one transaction each: facts per second, and CPU microseconds per fact (the process's
-  every thread: graymatter's background consolidation counts).
+  every thread: graymatter's background consolidation counts). A step of at most ``REPEAT_STEPS_UP_TO``
+  new facts (1k, 10k: tens of milliseconds, at the mercy of one scheduler hiccup) is timed in
+  ``STEP_ROUNDS`` rounds, the first ones on copies of both stores as they were before the step, the two
+  sides alternating which goes first; each figure is the median of its rounds.
 * **bytes per fact**: the database files (WAL checkpointed) divided by the facts, both sides.
 * **recall**: ``Memory.recall`` top-10 against a stop-word-free FTS5 top-10 (the query's informative words
-  OR-ed, ranked by ``bm25``, ids fetched): p50 / p99 over the same natural-language queries.
+  OR-ed, ranked by ``bm25``, ids fetched): p50 / p99 over the same natural-language queries, the two
+  interleaved query by query (alternating which goes first), so a change of the host's speed during the
+  run reaches both sides alike.
 * **import** (up to 100k): the store exported and imported into an empty one (``import_bundle`` of the
-  JSON text) against the same texts inserted into an empty FTS5 table in one transaction.
+  JSON text) against the same texts inserted into an empty FTS5 table in one transaction; up to
+  ``REPEAT_STEPS_UP_TO`` facts, the median of ``IMPORT_ROUNDS`` rounds.
 * **consolidation cycle**: one ``Memory.consolidate`` on the freshly written store (median of 3) against
   what the previous cycle started with, reading every fact of the agent (``list_facts``).
 
@@ -40,6 +46,10 @@ QUERIES = 300
 QUERIES_QUICK = 60
 WARMUP = 20
 BATCH = 1_000
+REPEAT_STEPS_UP_TO = 10_000
+"""Growth steps and imports of at most this many facts are timed in several rounds (their median)."""
+STEP_ROUNDS = 5
+IMPORT_ROUNDS = 3
 
 
 def _memory(directory: Path) -> Any:
@@ -94,47 +104,56 @@ def _grow_fts(db: Path, texts: list[str]) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def _fts_recall(db: Path, queries: list[str]) -> dict[str, float]:
-    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    try:
-
-        def one(query: str) -> None:
-            words = [w for w in dict.fromkeys(query.lower().replace("?", " ").split()) if w not in STOP_WORDS]
-            match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words if w.isalnum()) or '"x"'
-            conn.execute(
-                "SELECT rowid, text FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10", (match,)
-            ).fetchall()
-
-        for query in queries[:WARMUP]:
-            one(query)
-        return _latencies(one, queries)
-    finally:
-        conn.close()
+SEARCH_FTS = "SELECT rowid, text FROM t WHERE t MATCH ? ORDER BY bm25(t) LIMIT 10"
 
 
-def _latencies(call: Any, queries: list[str]) -> dict[str, float]:
-    """Wall latencies of ``call(query)`` over ``queries`` (p50, p99, ...), plus the calling thread's CPU
-    time per call (``cpu_p50_ms`` / ``cpu_p99_ms``: what a shared, loaded machine inflates least)."""
-    walls: list[float] = []
-    cpus: list[float] = []
-    for query in queries:
-        began, cpu = time.perf_counter(), time.thread_time()
-        call(query)
-        walls.append(time.perf_counter() - began)
-        cpus.append(time.thread_time() - cpu)
+def _fts_query(conn: sqlite3.Connection) -> Any:
+    """FTS5's top-10 for a query: its informative words (no stop words) OR-ed, ranked by ``bm25``."""
+
+    def one(query: str) -> None:
+        words = [w for w in dict.fromkeys(query.lower().replace("?", " ").split()) if w not in STOP_WORDS]
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words if w.isalnum()) or '"x"'
+        conn.execute(SEARCH_FTS, (match,)).fetchall()
+
+    return one
+
+
+def _summary(walls: list[float], cpus: list[float]) -> dict[str, float]:
+    """Wall latencies (p50, p99, ...) plus the calling thread's CPU time per call (``cpu_p50_ms`` /
+    ``cpu_p99_ms``: what a shared, loaded machine inflates least)."""
     summary = latency_summary(walls)
     cpu_ms = latency_summary(cpus)
     summary["cpu_p50_ms"], summary["cpu_p99_ms"] = cpu_ms["p50_ms"], cpu_ms["p99_ms"]
     return summary
 
 
-def _graymatter_recall(directory: Path, queries: list[str]) -> dict[str, float]:
-    memory = _memory(directory)
-    try:
+def paired_latencies(calls: tuple[Any, Any], queries: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """Latencies of two ``call(query)`` functions over the same queries, interleaved query by query: the
+    first call goes first on even queries, the second on odd ones. Each side after :data:`WARMUP` queries
+    of its own."""
+    for call in calls:
         for query in queries[:WARMUP]:
-            memory.recall(AGENT, query, top_k=10)
-        return _latencies(lambda query: memory.recall(AGENT, query, top_k=10), queries)
+            call(query)
+    walls: tuple[list[float], list[float]] = ([], [])
+    cpus: tuple[list[float], list[float]] = ([], [])
+    for i, query in enumerate(queries):
+        for side in (0, 1) if i % 2 == 0 else (1, 0):
+            began, cpu = time.perf_counter(), time.thread_time()
+            calls[side](query)
+            walls[side].append(time.perf_counter() - began)
+            cpus[side].append(time.thread_time() - cpu)
+    return _summary(walls[0], cpus[0]), _summary(walls[1], cpus[1])
+
+
+def _recalls(directory: Path, db: Path, queries: list[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """graymatter's recall top-10 and FTS5's, interleaved (:func:`paired_latencies`)."""
+    memory = _memory(directory)
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        recall = lambda query: memory.recall(AGENT, query, top_k=10)  # noqa: E731
+        return paired_latencies((recall, _fts_query(conn)), queries)
     finally:
+        conn.close()
         memory.close()
 
 
@@ -147,17 +166,8 @@ IMPORT_UP_TO = 100_000
 """``graymatter import`` is timed only up to this size (at 1M the bundle and its models are gigabytes)."""
 
 
-def _import(work: Path, size: int) -> dict[str, float] | None:
-    """Export the store and import it into an empty one (``import_bundle`` of the JSON text: parsing,
-    validation, one transaction) against the same texts inserted into an empty FTS5 table in one
-    transaction: facts per second and CPU microseconds per fact, both sides."""
-    if size > IMPORT_UP_TO:
-        return None
-    memory = _memory(work / "gm")
-    try:
-        bundle = memory.export().model_dump_json()
-    finally:
-        memory.close()
+def _import_gm(work: Path, bundle: str, size: int) -> tuple[float, float]:
+    """Seconds and CPU seconds of ``import_bundle`` of the JSON text into an empty store."""
     target = _memory(work / "import")
     try:
         began, cpu = time.perf_counter(), time.process_time()
@@ -166,26 +176,57 @@ def _import(work: Path, size: int) -> dict[str, float] | None:
     finally:
         target.close()
     assert report.facts_added == size, report
-    texts = [fact["text"] for fact in json.loads(bundle)["facts"]]
+    shutil.rmtree(work / "import")
+    return elapsed, cpu
+
+
+def _import_fts(work: Path, texts: list[str]) -> tuple[float, float]:
+    """Seconds and CPU seconds of the same texts inserted into an empty FTS5 table in one transaction."""
     conn = sqlite3.connect(work / "import-fts.db", isolation_level=None)
     try:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61')")
-        fts_began, fts_cpu = time.perf_counter(), time.process_time()
+        began, cpu = time.perf_counter(), time.process_time()
         conn.execute("BEGIN")
         conn.executemany("INSERT INTO t(text) VALUES (?)", [(text,) for text in texts])
         conn.execute("COMMIT")
-        fts_elapsed, fts_cpu = time.perf_counter() - fts_began, time.process_time() - fts_cpu
+        elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu
     finally:
         conn.close()
-    shutil.rmtree(work / "import")
     for path in work.glob("import-fts.db*"):
         path.unlink()
+    return elapsed, cpu
+
+
+def _import(work: Path, size: int) -> dict[str, float] | None:
+    """Export the store and import it into an empty one (``import_bundle`` of the JSON text: parsing,
+    validation, one transaction) against the same texts inserted into an empty FTS5 table in one
+    transaction: facts per second and CPU microseconds per fact, both sides (medians of
+    :data:`IMPORT_ROUNDS` rounds up to :data:`REPEAT_STEPS_UP_TO` facts, the sides alternating first)."""
+    if size > IMPORT_UP_TO:
+        return None
+    memory = _memory(work / "gm")
+    try:
+        bundle = memory.export().model_dump_json()
+    finally:
+        memory.close()
+    texts = [fact["text"] for fact in json.loads(bundle)["facts"]]
+    rounds = IMPORT_ROUNDS if size <= REPEAT_STEPS_UP_TO else 1
+    gm: list[tuple[float, float]] = []
+    fts: list[tuple[float, float]] = []
+    for round_ in range(rounds):
+        if round_ % 2 == 0:
+            gm.append(_import_gm(work, bundle, size))
+            fts.append(_import_fts(work, texts))
+        else:
+            fts.append(_import_fts(work, texts))
+            gm.append(_import_gm(work, bundle, size))
     return {
-        "facts_per_s": round(size / elapsed),
-        "fts_facts_per_s": round(size / fts_elapsed),
-        "cpu_us_per_fact": round(cpu / size * 1e6, 2),
-        "fts_cpu_us_per_fact": round(fts_cpu / size * 1e6, 2),
+        "facts_per_s": round(size / statistics.median(s for s, _ in gm)),
+        "fts_facts_per_s": round(size / statistics.median(s for s, _ in fts)),
+        "cpu_us_per_fact": round(statistics.median(c for _, c in gm) / size * 1e6, 2),
+        "fts_cpu_us_per_fact": round(statistics.median(c for _, c in fts) / size * 1e6, 2),
+        "rounds": rounds,
     }
 
 
@@ -202,20 +243,56 @@ def _cycles(directory: Path, size: int) -> tuple[float, float | None]:
     return cycle, full
 
 
+def _ingest_step(work: Path, new: list[str]) -> tuple[float, float, float, float, int]:
+    """Grow both stores (``work/gm``, ``work/fts.db``) by ``new``: seconds and CPU seconds of each side,
+    and the rounds timed. A step of at most :data:`REPEAT_STEPS_UP_TO` facts is timed :data:`STEP_ROUNDS`
+    times: first on copies of both stores as they are now (then dropped), last on the stores themselves,
+    the sides alternating which goes first; each figure is the median of its rounds."""
+    rounds = STEP_ROUNDS if len(new) <= REPEAT_STEPS_UP_TO else 1
+    samples: list[tuple[float, float, float, float]] = []
+    for round_ in range(rounds):
+        last = round_ == rounds - 1
+        gm_dir, fts_db = (work / "gm", work / "fts.db") if last else _scratch_copies(work)
+        if round_ % 2 == 0:
+            gm_s, gm_cpu = _grow_graymatter(gm_dir, new)
+            fts_s, fts_cpu = _grow_fts(fts_db, new)
+        else:
+            fts_s, fts_cpu = _grow_fts(fts_db, new)
+            gm_s, gm_cpu = _grow_graymatter(gm_dir, new)
+        samples.append((gm_s, gm_cpu, fts_s, fts_cpu))
+        if not last:
+            shutil.rmtree(gm_dir)
+            for path in work.glob(fts_db.name + "*"):
+                path.unlink()
+    gm_s, gm_cpu, fts_s, fts_cpu = (statistics.median(sample[i] for sample in samples) for i in range(4))
+    return gm_s, gm_cpu, fts_s, fts_cpu, rounds
+
+
+def _scratch_copies(work: Path) -> tuple[Path, Path]:
+    """Copies of both stores as they are (``work/gm-round``, ``work/round-fts.db``; either may not exist
+    yet: the first step starts from nothing)."""
+    gm_dir, fts_db = work / "gm-round", work / "round-fts.db"
+    if (work / "gm").exists():
+        shutil.copytree(work / "gm", gm_dir)
+    else:
+        gm_dir.mkdir()
+    for path in work.glob("fts.db*"):
+        shutil.copyfile(path, work / path.name.replace("fts.db", "round-fts.db"))
+    return gm_dir, fts_db
+
+
 def _measure(
     size: int, texts: list[str], queries: list[str], work: Path, state: dict[str, Any]
 ) -> dict[str, Any]:
     """Grow both stores to ``size`` and measure every figure at that size."""
     new = texts[state["loaded"] : size]
-    gm_s, gm_cpu = _grow_graymatter(work / "gm", new)
-    fts_s, fts_cpu = _grow_fts(work / "fts.db", new)
+    gm_s, gm_cpu, fts_s, fts_cpu, rounds = _ingest_step(work, new)
     state["loaded"] = size
     state["gm_s"] += gm_s
     state["fts_s"] += fts_s
     gm_bytes = _dir_bytes(work / "gm") / size
     fts_bytes = sum(p.stat().st_size for p in work.iterdir() if p.name.startswith("fts.db")) / size
-    recall = _graymatter_recall(work / "gm", queries)
-    baseline = _fts_recall(work / "fts.db", queries)
+    recall, baseline = _recalls(work / "gm", work / "fts.db", queries)
     cycle, full = _cycles(work / "gm", size)
     imported = _import(work, size)
     return {
@@ -224,6 +301,7 @@ def _measure(
         "fts_ingest_facts_per_s": round(len(new) / fts_s),
         "ingest_cpu_us_per_fact": round(gm_cpu / len(new) * 1e6, 2),
         "fts_ingest_cpu_us_per_fact": round(fts_cpu / len(new) * 1e6, 2),
+        "ingest_rounds": rounds,
         "import": imported,
         "bytes_per_fact": round(gm_bytes),
         "fts_bytes_per_fact": round(fts_bytes),
