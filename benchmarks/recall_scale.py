@@ -31,6 +31,8 @@ import shutil
 import sqlite3
 import statistics
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +168,19 @@ IMPORT_UP_TO = 100_000
 """``graymatter import`` is timed only up to this size (at 1M the bundle and its models are gigabytes)."""
 
 
+Timing = tuple[float, float]
+"""Seconds and CPU seconds of one timed call."""
+
+
+def _in_turn(round_: int, gm: Callable[[], Timing], fts: Callable[[], Timing]) -> tuple[Timing, Timing]:
+    """Both sides of one round, graymatter first in even rounds and FTS5 first in odd ones."""
+    if round_ % 2 == 0:
+        first = gm()
+        return first, fts()
+    second = fts()
+    return gm(), second
+
+
 def _import_gm(work: Path, bundle: str, size: int) -> tuple[float, float]:
     """Seconds and CPU seconds of ``import_bundle`` of the JSON text into an empty store."""
     target = _memory(work / "import")
@@ -212,15 +227,14 @@ def _import(work: Path, size: int) -> dict[str, float] | None:
         memory.close()
     texts = [fact["text"] for fact in json.loads(bundle)["facts"]]
     rounds = IMPORT_ROUNDS if size <= REPEAT_STEPS_UP_TO else 1
-    gm: list[tuple[float, float]] = []
-    fts: list[tuple[float, float]] = []
+    gm: list[Timing] = []
+    fts: list[Timing] = []
     for round_ in range(rounds):
-        if round_ % 2 == 0:
-            gm.append(_import_gm(work, bundle, size))
-            fts.append(_import_fts(work, texts))
-        else:
-            fts.append(_import_fts(work, texts))
-            gm.append(_import_gm(work, bundle, size))
+        gm_round, fts_round = _in_turn(
+            round_, partial(_import_gm, work, bundle, size), partial(_import_fts, work, texts)
+        )
+        gm.append(gm_round)
+        fts.append(fts_round)
     return {
         "facts_per_s": round(size / statistics.median(s for s, _ in gm)),
         "fts_facts_per_s": round(size / statistics.median(s for s, _ in fts)),
@@ -253,12 +267,9 @@ def _ingest_step(work: Path, new: list[str]) -> tuple[float, float, float, float
     for round_ in range(rounds):
         last = round_ == rounds - 1
         gm_dir, fts_db = (work / "gm", work / "fts.db") if last else _scratch_copies(work)
-        if round_ % 2 == 0:
-            gm_s, gm_cpu = _grow_graymatter(gm_dir, new)
-            fts_s, fts_cpu = _grow_fts(fts_db, new)
-        else:
-            fts_s, fts_cpu = _grow_fts(fts_db, new)
-            gm_s, gm_cpu = _grow_graymatter(gm_dir, new)
+        (gm_s, gm_cpu), (fts_s, fts_cpu) = _in_turn(
+            round_, partial(_grow_graymatter, gm_dir, new), partial(_grow_fts, fts_db, new)
+        )
         samples.append((gm_s, gm_cpu, fts_s, fts_cpu))
         if not last:
             shutil.rmtree(gm_dir)

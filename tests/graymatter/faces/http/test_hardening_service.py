@@ -237,9 +237,8 @@ def _held_peak(samples: list[tuple[float, int]], held: float) -> int:
     """The highest count every sample of some ``held``-second stretch saw (0 if the samples span less)."""
     peak = 0
     for i, (start, _) in enumerate(samples):
-        window = [count for at, count in samples[i:] if at <= start + held]
         if samples[-1][0] >= start + held:
-            peak = max(peak, min(window))
+            peak = max(peak, min(count for at, count in samples[i:] if at <= start + held))
     return peak
 
 

@@ -221,8 +221,8 @@ _CUT_SQL = (
 )
 _WINDOW_SQL = " AND rowid > (SELECT CAST((1.0 - ?) * max(rowid) AS INTEGER) FROM facts)"
 """The newest share of the rowids, bounded by an integer: FTS5 seeks its doclists to an integer rowid bound
-and ignores a real one (``fts5GetRowidLimit``), leaving SQLite to filter every posting it visits (27 % of
-a windowed cut at 1M). For the non-negative bound, ``rowid > CAST(x AS INTEGER)`` is ``rowid > x``."""
+and ignores a real one (``fts5GetRowidLimit``), leaving SQLite to filter every posting it visits (10-27 %
+of a windowed cut at 1M). For the non-negative bound, ``rowid > CAST(x AS INTEGER)`` is ``rowid > x``."""
 
 
 _INNER_SQL = (
